@@ -1,0 +1,132 @@
+"""Labels of result files from their paths (never from the free-text `workload` string inside).
+
+Published study 000 files: `results/<experiment folders>/<system>-<partitions>-partition(s)-...-ack-<n>-<mode>.json`.
+This project's runs: `<testbed>/<system>/<level>/<workload>/rep-<n>.json` under data/raw.
+Unknown patterns raise InputError naming the file.
+"""
+from __future__ import annotations
+
+import re
+
+from . import InputError
+
+PUBLISHED_TESTBED = "aws-i3en.2xlarge"
+PUBLISHED_TESTBED_LABEL = "aws i3en.2xlarge (study 000)"
+PUBLISHED_VERSIONS = {"pulsar": "2.6.1-sn-16", "kafka": "n/a"}
+
+# level from (local durability, ack): study 000 Table 1-6; a bypass run is the async level of its ack
+LEVELS = {("sync", 2): "L1", ("async", 2): "L2", ("sync", 1): "L3", ("async", 1): "L4",
+          ("bypass", 2): "L2", ("bypass", 1): "L4"}
+
+_FILE = re.compile(
+    r"^(?P<system>kafka|pulsar)-(?P<backlog>backlog-)?(?P<partitions>\d+)-partitions?-1kb-batched-1ms(?:-1mb)?"
+    r"-ack-(?P<ack>1|2|all)(?P<client>-1-client)?(?P<subs>-10-sub)?-(?P<mode>sync|nosync|bypass-journal)\.json$")
+
+# folder (relative to results/) -> experiment and fixed workload facts
+_FOLDERS = [
+    (r"catchup_read/(?P<cu>bypass-journal|nosync|sync)", "E000-CU"),
+    (r"latency/(?P<lsync>sync|nosync)", "E000-LAT1"),
+    (r"latency/10_subscriptions/data_(?P<lsync>sync|nosync)", "E000-LAT2"),
+    (r"latency/partitions/data_(?P<lsync>sync|nosync)_ack_(?P<fack>1|all)", "E000-LAT3"),
+    (r"latency/partitions/pulsar/data_(?P<lsync>sync|nosync)_ack_(?P<fack>1|2)", "E000-LAT3"),
+    (r"max_throughput/multiple_partitions/data_(?P<lsync>sync|nosync)", "E000-MT1"),
+    (r"max_throughput/multiple_partitions/2000_partitions", "E000-MT2"),
+    (r"max_throughput/single_partition/data_(?P<lsync>sync|nosync)", "E000-MT3"),
+    (r"max_throughput/single_partition_single_client/data_(?P<lsync>sync|nosync)", "E000-MT4"),
+    (r"single_partition", "E000-LAT1P"),
+]
+_FOLDER_RES = [(re.compile("^" + f + "$"), e) for f, e in _FOLDERS]
+
+
+def series_name(system: str, ack: int) -> str:
+    """Study 000's series label: pulsar-ack-1/2, kafka-ack-1/kafka-ack-all."""
+    if system == "kafka":
+        return "kafka-ack-1" if ack == 1 else "kafka-ack-all"
+    return f"{system}-ack-{ack}"
+
+
+def parse_published_path(rel: str) -> dict:
+    """Labels of one study 000 result file from its path relative to the download root (``results/...``)."""
+    parts = rel.split("/")
+    if len(parts) < 3 or parts[0] != "results":
+        raise InputError(rel, "path", "not under results/")
+    folder, name = "/".join(parts[1:-1]), parts[-1]
+    m = _FILE.match(name)
+    if not m:
+        raise InputError(rel, "path", f"unknown file name pattern {name!r}")
+    for rx, experiment in _FOLDER_RES:
+        fm = rx.match(folder)
+        if fm:
+            break
+    else:
+        raise InputError(rel, "path", f"unknown folder {folder!r}")
+    g, fg = m.groupdict(), fm.groupdict()
+    system = g["system"]
+    ack = 1 if g["ack"] == "1" else 2
+    if system == "pulsar" and g["ack"] == "all" or system == "kafka" and g["ack"] == "2":
+        raise InputError(rel, "path", f"ack-{g['ack']} is not a {system} setting")
+    mode = g["mode"]
+    local = {"sync": "sync", "nosync": "async", "bypass-journal": "bypass"}[mode]
+    if local == "bypass" and system != "pulsar":
+        raise InputError(rel, "path", "journal bypass is a Pulsar setting")
+    # the folder must agree with the file name
+    if fg.get("lsync"):
+        want = "sync" if fg["lsync"] == "sync" else "async"
+        if (local if local != "bypass" else "async") != want:
+            raise InputError(rel, "path", f"folder says {fg['lsync']} but file says {mode}")
+    if fg.get("fack"):
+        if (1 if fg["fack"] == "1" else 2) != ack:
+            raise InputError(rel, "path", f"folder says ack_{fg['fack']} but file says ack-{g['ack']}")
+    if fg.get("cu") and fg["cu"] != "bypass-journal" and {"nosync": "async"}.get(fg["cu"], fg["cu"]) != local:
+        raise InputError(rel, "path", f"folder says {fg['cu']} but file says {mode}")
+    if (experiment == "E000-CU") != bool(g["backlog"]):
+        raise InputError(rel, "path", "backlog file outside catchup_read/ (or the reverse)")
+    if (experiment == "E000-LAT2") != bool(g["subs"]):
+        raise InputError(rel, "path", "10-sub file outside 10_subscriptions/ (or the reverse)")
+    one_client = bool(g["client"]) or experiment == "E000-MT4"
+    partitions = int(g["partitions"])
+    max_rate = experiment.startswith("E000-MT")
+    return {
+        "source": "published", "study": "000", "experiment": experiment, "system": system,
+        "version": PUBLISHED_VERSIONS[system], "level": LEVELS[(local, ack)], "local_durability": local,
+        "ack": ack, "series": series_name(system, ack), "tuning": "study-000",
+        "topics": 1, "partitions": partitions, "subscriptions": 10 if g["subs"] else 1,
+        "producers_per_topic": 1 if one_client else 2,
+        "consumers_per_subscription": 1 if one_client else 2,
+        "message_size_bytes": 1024,
+        "producer_rate_msgps": 0 if max_rate else 200000,
+        "backlog_gb": 512 if experiment == "E000-CU" else 0,
+        "catchup_mode": fg.get("cu"),
+        "testbed": PUBLISHED_TESTBED, "testbed_label": PUBLISHED_TESTBED_LABEL, "repetition": 1,
+    }
+
+
+_RAW = re.compile(r"^(?P<testbed>[A-Za-z0-9_.-]+)/(?P<system>kafka|pulsar)/(?P<level>L[1-4](?:-bypass)?)/"
+                  r"(?P<workload>[A-Za-z0-9_.-]+)/rep-(?P<rep>\d+)\.json$")
+_WL = re.compile(r"(?P<topics>\d+)-topics?-(?P<partitions>\d+)-partitions?-(?P<size>\d+)(?P<unit>b|kb)"
+                 r"-(?P<p>\d+)p-(?P<c>\d+)c(?:-(?P<rate>\d+k|max))?")
+_LEVEL_LOCAL = {"L1": ("sync", 2), "L2": ("async", 2), "L3": ("sync", 1), "L4": ("async", 1)}
+
+
+def parse_raw_path(rel: str) -> dict:
+    """Labels of one of this project's runs from ``<testbed>/<system>/<level>/<workload>/rep-<n>.json``."""
+    m = _RAW.match(rel)
+    if not m:
+        raise InputError(rel, "path", "expected <testbed>/<system>/<L1..L4[-bypass]>/<workload>/rep-<n>.json")
+    g = m.groupdict()
+    base = g["level"].split("-")[0]
+    local, ack = _LEVEL_LOCAL[base]
+    if g["level"].endswith("-bypass"):
+        if g["system"] != "pulsar" or local != "async":
+            raise InputError(rel, "level", f"{g['level']} exists only for Pulsar at L2/L4")
+        local = "bypass"
+    out = {"source": "local", "study": "000", "system": g["system"], "level": base, "local_durability": local,
+           "ack": ack, "series": series_name(g["system"], ack), "testbed": g["testbed"],
+           "testbed_label": g["testbed"], "repetition": int(g["rep"]), "workload_file": g["workload"]}
+    w = _WL.search(g["workload"])
+    if w:
+        wg = w.groupdict()
+        out.update(topics=int(wg["topics"]), partitions=int(wg["partitions"]),
+                   message_size_bytes=int(wg["size"]) * (1024 if wg["unit"] == "kb" else 1),
+                   producers_per_topic=int(wg["p"]), consumers_per_subscription=int(wg["c"]))
+    return out

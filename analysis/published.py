@@ -1,0 +1,93 @@
+"""Fetch study 000's published raw results by pinned URL (or from a local mirror), checked against the manifest.
+
+python -m analysis.published --manifest analysis/published/streamnative-2020.tsv --out data/published/streamnative-2020
+                             (--mirror DIR | --url-base URL)
+
+Each file's size and git blob SHA-1 must match the manifest. Files are staged in a temporary directory next to
+--out and the directory is renamed into place only when every file checked out; a bad file leaves nothing behind
+and the error names it.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from . import InputError
+from .ingest import read_manifest
+
+
+def git_blob_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _get(row, mirror: Path | None, url_base: str | None) -> tuple[bytes, str]:
+    if mirror is not None:
+        src = mirror / row["source_path"]
+        try:
+            return src.read_bytes(), str(src)
+        except OSError as e:
+            raise InputError(src, "(file)", f"cannot read from mirror: {e.strerror}") from None
+    url = url_base + row["source_path"]
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            return r.read(), url
+    except OSError as e:
+        raise InputError(url, "(download)", str(e)) from None
+
+
+def fetch(manifest_path: Path, out: Path, mirror: Path | None = None, url_base: str | None = None) -> int:
+    if (mirror is None) == (url_base is None):
+        raise ValueError("give exactly one of mirror and url_base")
+    rows = read_manifest(manifest_path)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        for local, row in sorted(rows.items()):
+            data, where = _get(row, Path(mirror) if mirror is not None else None, url_base)
+            if len(data) != int(row["bytes"]):
+                raise InputError(where, "bytes", f"size {len(data)} != manifest {row['bytes']}")
+            sha = git_blob_sha1(data)
+            if sha != row["blob_sha1"]:
+                raise InputError(where, "blob_sha1", f"git blob SHA-1 {sha} != manifest {row['blob_sha1']}")
+            dst = stage / local
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / "x")
+            os.replace(stage, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(stage, out)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return len(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--manifest", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--mirror", type=Path)
+    g.add_argument("--url-base")
+    a = ap.parse_args(argv)
+    try:
+        n = fetch(a.manifest, a.out, a.mirror, a.url_base)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{n} files checked into {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
