@@ -1,0 +1,192 @@
+"""Expand workloads/experiments.yaml into the runs of one scale profile.
+
+A run is (system, level, tuning[+variant], workload[--rate-R], repetition). Its result lives at
+data/raw/<testbed>/<system>/<level-dir>/<workload-id>/rep-<n>.json, where <level-dir> is the level for the
+default tuning and <level>+<tuning> otherwise. Everything that names something defined elsewhere (workload
+files, systems, levels, tunings, variants, experiments of a scale) is checked here, so a typo fails when the
+Snakemake DAG is built, with the name and the file.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+HERE = Path(__file__).resolve().parent
+EXPERIMENTS = HERE / "experiments.yaml"
+SCHEMA = HERE / "experiments.schema.yaml"
+OMB_DIR = HERE / "omb"
+
+
+class PlanError(ValueError):
+    """A problem in experiments.yaml (or what it names); the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What systems/durability.yaml defines: systems, their levels, and the tuning profiles."""
+
+    levels: dict[str, tuple[str, ...]]  # system -> levels it supports
+    tunings: tuple[str, ...]
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        return tuple(self.levels)
+
+
+@dataclass(frozen=True)
+class Run:
+    system: str
+    level: str
+    tuning: str
+    variant: str | None
+    base_workload: str
+    rate: int | None
+    rep: int
+    experiments: tuple[str, ...] = field(compare=False, default=())
+    default_tuning: str = field(compare=False, default="tuned")
+
+    @property
+    def workload_id(self) -> str:
+        return self.base_workload if self.rate is None else f"{self.base_workload}--rate-{self.rate}"
+
+    @property
+    def tuning_label(self) -> str:
+        return self.tuning if self.variant is None else f"{self.tuning}+{self.variant}"
+
+    @property
+    def level_dir(self) -> str:
+        if self.variant is None and self.tuning == self.default_tuning:
+            return self.level
+        return f"{self.level}+{self.tuning_label}"
+
+    @property
+    def cluster_key(self) -> str:
+        """Runs with the same key share one running cluster (client variants do not need a restart)."""
+        return f"{self.system}-{self.level}-{self.tuning}"
+
+    @property
+    def key(self) -> str:
+        """<system>/<level-dir>/<workload-id>/rep-<n>: the run's place under data/raw/<testbed>/."""
+        return f"{self.system}/{self.level_dir}/{self.workload_id}/rep-{self.rep}"
+
+    def relpath(self, testbed: str) -> str:
+        return f"{testbed}/{self.key}"
+
+
+def _names(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def load(path: Path = EXPERIMENTS) -> dict:
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise PlanError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+    schema = yaml.safe_load(SCHEMA.read_text())
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise PlanError(f"{path}: {where}: {err.message}")
+    return doc
+
+
+def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path = OMB_DIR) -> None:
+    """Cross-check every name the experiments use against what defines it."""
+    defaults = doc["defaults"]
+    variants = doc.get("driver_variants", {})
+    for key in ("systems", "tuning"):
+        if key in defaults:
+            _check_names(path, f"defaults.{key}", _names(defaults[key]),
+                         catalog.systems if key == "systems" else catalog.tunings, key)
+    for exp_id, exp in doc["experiments"].items():
+        where = f"experiments.{exp_id}"
+        for wl in exp["workloads"]:
+            if not (omb_dir / f"{wl}.yaml").is_file():
+                raise PlanError(f"{path}: {where}.workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
+        systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
+        _check_names(path, f"{where}.systems", systems, catalog.systems, "system")
+        for system in systems:
+            _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
+        _check_names(path, f"{where}.tuning", _names(exp.get("tuning", defaults.get("tuning", []))), catalog.tunings, "tuning")
+        _check_names(path, f"{where}.variants", exp.get("variants", []), tuple(variants), "driver variant")
+    for scale_name, scale in doc["scales"].items():
+        if scale["experiments"] != "all":
+            _check_names(path, f"scales.{scale_name}.experiments", scale["experiments"], tuple(doc["experiments"]), "experiment")
+        if "levels" in scale:
+            _check_names(path, f"scales.{scale_name}.levels", scale["levels"], _levels_union(catalog, catalog.systems), "level")
+
+
+def _levels_union(catalog: Catalog, systems) -> tuple[str, ...]:
+    out: list[str] = []
+    for s in systems:
+        out += [lv for lv in catalog.levels.get(s, ()) if lv not in out]
+    return tuple(out)
+
+
+def _check_names(path, where, names, allowed, kind) -> None:
+    for n in names:
+        if n not in allowed:
+            raise PlanError(f"{path}: {where}: unknown {kind} '{n}' (known: {', '.join(allowed)})")
+
+
+def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENTS) -> list[Run]:
+    """All runs of a scale profile, deduplicated, in a stable order."""
+    if scale_name not in doc["scales"]:
+        raise PlanError(f"{path}: scales: unknown scale '{scale_name}' (known: {', '.join(doc['scales'])})")
+    scale = doc["scales"][scale_name]
+    defaults = doc["defaults"]
+    default_tuning = _names(defaults.get("tuning", catalog.tunings[:1]))[0]
+    chosen = list(doc["experiments"]) if scale["experiments"] == "all" else scale["experiments"]
+    runs: dict[tuple, Run] = {}
+    for exp_id in chosen:
+        exp = doc["experiments"][exp_id]
+        systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
+        tunings = _names(exp.get("tuning", defaults.get("tuning", default_tuning)))
+        reps = scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
+        rates = exp.get("rates") or [None]
+        variants = exp.get("variants") or [None]
+        levels = [lv for lv in _names(exp["levels"]) if lv in scale.get("levels", [lv])]
+        for system in systems:
+            for level in levels:
+                if level not in catalog.levels[system]:
+                    continue  # e.g. a Pulsar-only journal-bypass level in an experiment run on both systems
+                for tuning in tunings:
+                    for variant in variants:
+                        for wl in exp["workloads"]:
+                            for rate in rates:
+                                for rep in range(1, reps + 1):
+                                    run = Run(system, level, tuning, variant, wl, rate, rep, (exp_id,), default_tuning)
+                                    key = run.key
+                                    if key in runs:
+                                        old = runs[key]
+                                        run = Run(system, level, tuning, variant, wl, rate, rep,
+                                                  tuple(sorted(set(old.experiments) | {exp_id})), default_tuning)
+                                    runs[key] = run
+    return sorted(runs.values(), key=lambda r: r.key)
+
+
+def priorities(runs: list[Run], seed: int) -> dict[str, int]:
+    """Snakemake priorities that keep the runs of one cluster together and shuffle them inside it.
+
+    Clusters run one after another (in a seeded random order too); inside a cluster the run order is a
+    seeded permutation, so no workload always runs first on a fresh cluster.
+    """
+    rng = random.Random(seed)
+    clusters = sorted({r.cluster_key for r in runs})
+    rng.shuffle(clusters)
+    out: dict[str, int] = {}
+    for rank, key in enumerate(clusters):
+        members = [r for r in runs if r.cluster_key == key]
+        rng.shuffle(members)
+        base = (len(clusters) - rank) * 10_000
+        for i, r in enumerate(members):
+            out[r.key] = base + (len(members) - i)
+    return out

@@ -1,0 +1,146 @@
+"""experiments.yaml: schema, cross-checks, expansion, ordering, scaling (pure logic)."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workloads import plan, scale
+
+CATALOG = plan.Catalog(
+    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass")},
+    tunings=("stock", "tuned"),
+)
+
+
+def doc_with(tmp_path, mutate):
+    doc = yaml.safe_load(plan.EXPERIMENTS.read_text())
+    mutate(doc)
+    p = tmp_path / "experiments.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def test_shipped_file_is_valid_and_every_name_resolves():
+    doc = plan.load()
+    plan.check(doc, CATALOG)
+    for name in doc["scales"]:
+        assert plan.expand(doc, CATALOG, name)
+
+
+def test_every_workload_file_is_used_by_some_experiment():
+    doc = plan.load()
+    used = {w for e in doc["experiments"].values() for w in e["workloads"]}
+    files = {p.stem for p in plan.OMB_DIR.glob("*.yaml")}
+    assert files - used == set()
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["experiments"]["E000-LAT1"]["workloads"].append("no-such-shape"), "experiments.E000-LAT1.workloads: unknown workload 'no-such-shape'"),
+        (lambda d: d["experiments"]["E000-LAT1"].__setitem__("systems", ["kafak"]), "experiments.E000-LAT1.systems: unknown system 'kafak'"),
+        (lambda d: d["experiments"]["E000-LAT1"].__setitem__("levels", ["L9"]), "experiments.E000-LAT1.levels: unknown level 'L9'"),
+        (lambda d: d["experiments"]["E000-LAT1"].__setitem__("tuning", "fast"), "experiments.E000-LAT1.tuning: unknown tuning 'fast'"),
+        (lambda d: d["experiments"]["E000-LAT1"].__setitem__("variants", ["huge"]), "experiments.E000-LAT1.variants: unknown driver variant 'huge'"),
+        (lambda d: d["scales"]["ci"].__setitem__("experiments", ["E999-X"]), "scales.ci.experiments: unknown experiment 'E999-X'"),
+    ],
+)
+def test_unknown_names_fail_with_name_and_file(tmp_path, mutate, message):
+    p = doc_with(tmp_path, mutate)
+    with pytest.raises(plan.PlanError) as exc:
+        plan.check(plan.load(p), CATALOG, p)
+    assert str(p) in str(exc.value) and message in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "mutate, where",
+    [
+        (lambda d: d["experiments"]["E000-LAT1"].__setitem__("repetitons", 2), "experiments.E000-LAT1"),
+        (lambda d: d["scales"]["local"].__setitem__("rate_factor", "fast"), "scales.local.rate_factor"),
+        (lambda d: d["experiments"].__setitem__("lat1", d["experiments"]["E000-LAT1"]), "experiments"),
+    ],
+)
+def test_schema_errors_name_file_and_field(tmp_path, mutate, where):
+    p = doc_with(tmp_path, mutate)
+    with pytest.raises(plan.PlanError) as exc:
+        plan.load(p)
+    assert str(exc.value).startswith(f"{p}: {where}")
+
+
+def test_expand_dedups_shared_runs_and_skips_levels_a_system_lacks():
+    doc = plan.load()
+    runs = plan.expand(doc, CATALOG, "aws")
+    keys = [r.key for r in runs]
+    assert len(keys) == len(set(keys))
+    shared = [r for r in runs if r.key == "kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-1"]
+    assert shared and set(shared[0].experiments) == {"E000-LAT1", "E000-LAT3"}
+    assert not [r for r in runs if r.system == "kafka" and "bypass" in r.level]
+    assert [r for r in runs if r.system == "pulsar" and r.level == "L2-bypass"]
+
+
+def test_ci_scale_is_the_small_subset():
+    runs = plan.expand(plan.load(), CATALOG, "ci")
+    assert {r.system for r in runs} == {"kafka", "pulsar"}
+    assert {r.level for r in runs} == {"L1", "L4"}
+    assert len({r.base_workload for r in runs}) == 2
+    assert all(r.rep == 1 for r in runs)
+
+
+def test_level_dir_encodes_non_default_tuning_and_variants():
+    r = plan.Run("kafka", "L1", "tuned", None, "w", None, 1)
+    assert r.key == "kafka/L1/w/rep-1"
+    r = plan.Run("kafka", "L1", "stock", "batch-1m-10ms", "w", 5000, 2)
+    assert r.key == "kafka/L1+stock+batch-1m-10ms/w--rate-5000/rep-2"
+    assert r.cluster_key == "kafka-L1-stock"
+
+
+def test_priorities_group_clusters_and_are_seeded():
+    runs = plan.expand(plan.load(), CATALOG, "local")
+    p1, p2 = plan.priorities(runs, 7), plan.priorities(runs, 7)
+    assert p1 == p2 and plan.priorities(runs, 8) != p1
+    # every run of the first cluster outranks every run of any later cluster
+    by_cluster = {}
+    for r in runs:
+        by_cluster.setdefault(r.cluster_key, []).append(p1[r.key])
+    ranges = sorted((min(v), max(v)) for v in by_cluster.values())
+    for (lo1, hi1), (lo2, hi2) in zip(ranges, ranges[1:]):
+        assert hi1 < lo2
+
+
+def test_scale_local_rewrites_without_touching_the_file():
+    src = plan.OMB_DIR / "1-topic-10000-partitions-1kb-2p-2c-200k.yaml"
+    before = src.read_text()
+    sc = plan.load()["scales"]["local"]
+    wl, changes = scale.scale_workload(yaml.safe_load(before), sc)
+    assert src.read_text() == before
+    assert wl["producerRate"] == min(sc["max_rate"], round(200000 * sc["rate_factor"]))
+    assert wl["partitionsPerTopic"] == sc["partition_map"][10000]
+    assert wl["x-streambench"]["testDurationSeconds"] == sc["test_seconds"]
+    assert any(c.startswith("partitionsPerTopic: 10000 -> ") for c in changes)
+
+
+def test_scale_rate_sweep_floor_cap_and_discovery():
+    sc = {"rate_factor": 0.02, "min_rate": 100, "max_rate": 5000, "discovery": {"initialRate": 2000, "stepSeconds": 3, "maxSteps": 6}}
+    base = {"producerRate": 10000, "partitionsPerTopic": 16}
+    assert scale.scale_workload(base, sc, 1000)[0]["producerRate"] == 100       # 20 -> floor
+    assert scale.scale_workload(base, sc, 100000)[0]["producerRate"] == 2000
+    assert scale.scale_workload(base, sc, 900000)[0]["producerRate"] == 5000    # cap
+    wl, _ = scale.scale_workload({"producerRate": 0}, sc)
+    assert wl["producerRate"] == 0 and wl["x-streambench"]["rateDiscovery"]["maxSteps"] == 6
+
+
+def test_scale_backlog_and_mixed():
+    sc = {"backlog_gb": 0.05}
+    wl, _ = scale.scale_workload({"consumerBacklogSizeGB": 512}, sc)
+    assert wl["x-streambench"]["consumerBacklogSizeGB"] == 0.05
+    mixed = yaml.safe_load((plan.OMB_DIR / "1-topic-100-partitions-1kb-2p-2c-200k-mixed.yaml").read_text())
+    wl, _ = scale.scale_workload(mixed, sc)
+    assert wl["x-streambench"]["catchUpStartBacklogGB"] == 0.05 and wl["consumerBacklogSizeGB"] == 0
+
+
+def test_aws_scale_is_identity_except_sweep_point():
+    wl = yaml.safe_load((plan.OMB_DIR / "1-topic-100-partitions-1kb-2p-2c-200k.yaml").read_text())
+    out, changes = scale.scale_workload(wl, plan.load()["scales"]["aws"])
+    assert out == wl and changes == []
+    out, changes = scale.scale_workload(wl, plan.load()["scales"]["aws"], 50000)
+    assert out["producerRate"] == 50000 and changes == ["producerRate: 200000 -> 50000"]
