@@ -137,14 +137,21 @@ def _check_names(path, where, names, allowed, kind) -> None:
             raise PlanError(f"{path}: {where}: unknown {kind} '{n}' (known: {', '.join(allowed)})")
 
 
-def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENTS) -> list[Run]:
-    """All runs of a scale profile, deduplicated, in a stable order."""
+def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENTS,
+           only: list[str] | None = None) -> list[Run]:
+    """All runs of a scale profile (optionally only some of its experiments), deduplicated, stable order."""
     if scale_name not in doc["scales"]:
         raise PlanError(f"{path}: scales: unknown scale '{scale_name}' (known: {', '.join(doc['scales'])})")
     scale = doc["scales"][scale_name]
     defaults = doc["defaults"]
     default_tuning = _names(defaults.get("tuning", catalog.tunings[:1]))[0]
     chosen = list(doc["experiments"]) if scale["experiments"] == "all" else scale["experiments"]
+    if only is not None:
+        for exp_id in only:
+            if exp_id not in chosen:
+                raise PlanError(f"config workloads.experiments: '{exp_id}' is not an experiment of scale "
+                                f"'{scale_name}' in {path} (it has: {', '.join(chosen)})")
+        chosen = [e for e in chosen if e in only]
     runs: dict[tuple, Run] = {}
     for exp_id in chosen:
         exp = doc["experiments"][exp_id]

@@ -1,2 +1,129 @@
-# Snakemake rules of the workloads stage (included by the root Snakefile).
-# Append this stage's final targets to ALL_TARGETS (a list the Snakefile defines before the includes).
+# Snakemake rules of the workloads stage: every study experiment as runs, one job per run.
+#
+#   data/runs/<testbed>/status/<system>/<level-dir>/<workload>/rep-<n>.json   a run's record (its rule's output)
+#   data/raw/<testbed>/<system>/<level-dir>/<workload>/rep-<n>.json           its result, only when it succeeded
+#   data/runs/<testbed>/benchmarks.json                                        all runs, after the last cluster is down
+#   data/runs/<testbed>/experiments/<id>.json                                   one experiment (a reviewer's target)
+#
+# Runs hold the `cluster` resource (one at a time). Job priorities keep the runs of one cluster together and
+# shuffle them inside it (workloads/plan.py); workloads/run.py starts, reuses and replaces the cluster. A failed
+# run is recorded as failed and the rest go on; `python -m workloads.run --clusters data/runs/<testbed>/clusters
+# --forget-failed data/runs/<testbed>/status` makes the next call retry exactly the failed runs.
+import sys as _wl_sys
+
+from systems import durability as _wl_dur
+from workloads import drivers as _wl_drivers
+from workloads import plan as _wl_plan
+
+WL_TESTBED = config["testbed"]
+try:
+    _WL_DOC = _wl_plan.load()
+    _WL_CATALOG = _wl_drivers.catalog(_wl_dur.load(config["systems"]["durability_file"]))
+    _wl_plan.check(_WL_DOC, _WL_CATALOG)
+    WL_SCALE = config["workloads"]["scale"] or (WL_TESTBED if WL_TESTBED in _WL_DOC["scales"] else "local")
+    WL_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, only=config["workloads"]["experiments"])
+except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
+    print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
+    _wl_sys.exit(1)
+
+WL_BY_KEY = {r.key: r for r in WL_RUNS}
+WL_PRIORITY = _wl_plan.priorities(WL_RUNS, config["workloads"]["seed"])
+WL_RUNS_DIR = f"data/runs/{WL_TESTBED}"
+WL_STATUS = [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_RUNS]
+WL_SUMMARY = f"{WL_RUNS_DIR}/benchmarks.json"
+RUNNER_JAR = "runner/target/omb-runner.jar"
+ALL_TARGETS.append(WL_SUMMARY)
+
+
+def _wl_run(wc):
+    key = f"{wc.system}/{wc.leveldir}/{wc.workload}/rep-{wc.rep}"
+    if key not in WL_BY_KEY:
+        raise ValueError(f"{key}: not a run of scale '{WL_SCALE}' in workloads/experiments.yaml")
+    return WL_BY_KEY[key]
+
+
+def _wl_driver_file(wc):
+    r = _wl_run(wc)
+    return f"workloads/drivers/{r.system}-{r.level}-{r.tuning}" + (f"-{r.variant}" if r.variant else "") + ".yaml"
+
+
+rule runner_build:
+    input:
+        pom="runner/pom.xml",
+        parent="pom.xml",
+        sources=lambda wc: sorted(str(p) for p in Path("runner/src/main").rglob("*") if p.is_file()),
+    output:
+        RUNNER_JAR,
+    log:
+        "logs/runner-build.log",
+    shell:
+        "mvn -q -B -f runner/pom.xml package -DskipTests > {log} 2>&1"
+
+
+rule benchmark_run:
+    input:
+        runner=RUNNER_JAR,
+        prepared=lambda wc: globals().get("SYSTEMS_PREPARED", {}).get(wc.system, []),
+        workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
+        driver=_wl_driver_file,
+    output:
+        status=f"{WL_RUNS_DIR}/status/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.json",
+    log:
+        f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
+    wildcard_constraints:
+        system="kafka|pulsar",
+        rep=r"\d+",
+    params:
+        result=lambda wc: f"data/raw/{WL_TESTBED}/{_wl_run(wc).key}.json",
+        args=lambda wc: (
+            lambda r: f"--system {r.system} --level {r.level} --tuning {r.tuning} --workload {r.base_workload}"
+            + (f" --variant {r.variant}" if r.variant else "")
+            + (f" --rate {r.rate}" if r.rate else "")
+            + f" --rep {r.rep} --default-tuning {r.default_tuning}"
+        )(_wl_run(wc)),
+    priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
+    resources:
+        cluster=1,
+    shell:
+        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --testbed {WL_TESTBED} --scale {WL_SCALE}"
+        " {params.args} --result {params.result} --status {output.status} --log {log}"
+
+
+rule benchmarks:
+    """Every run of the scale done (or recorded as failed); the last cluster stopped; a summary written."""
+    input:
+        WL_STATUS,
+    output:
+        WL_SUMMARY,
+    log:
+        f"{WL_RUNS_DIR}/logs/benchmarks.log",
+    resources:
+        cluster=1,
+    shell:
+        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all > {log} 2>&1"
+        " && python -m workloads.summary --status-dir {WL_RUNS_DIR}/status --scale {WL_SCALE}"
+        " --testbed {WL_TESTBED} --out {output} >> {log} 2>&1"
+
+
+rule experiment:
+    """One experiment's runs (e.g. `snakemake --profile local data/runs/local/experiments/E000-LAT1.json`)."""
+    input:
+        lambda wc: [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_RUNS if wc.exp in r.experiments]
+        or [f"unknown-experiment/{wc.exp}"],
+    output:
+        f"{WL_RUNS_DIR}/experiments/{{exp}}.json",
+    log:
+        f"{WL_RUNS_DIR}/logs/experiment-{{exp}}.log",
+    wildcard_constraints:
+        exp=r"E[0-9]{3}-[A-Z0-9]+",
+    resources:
+        cluster=1,
+    shell:
+        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all > {log} 2>&1"
+        " && python -m workloads.summary --status-dir {WL_RUNS_DIR}/status --scale {WL_SCALE}"
+        " --testbed {WL_TESTBED} --experiment {wildcards.exp} --out {output} >> {log} 2>&1"
+
+
+onerror:
+    # no broker outlives a failed or interrupted workflow
+    shell(f"python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all || true")

@@ -1,0 +1,59 @@
+"""Summarise the run records of a testbed: how many runs, which failed and why, how long they took."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from workloads import scale
+
+
+def summarise(status_dir: Path, experiment: str | None = None) -> dict:
+    runs = []
+    for p in sorted(status_dir.rglob("*.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{p}: unreadable run record: {exc}") from None
+        if experiment is None or experiment in rec.get("experiments", []):
+            runs.append(rec)
+    failed = [r for r in runs if r.get("status") != "ok"]
+    seconds = 0.0
+    for r in runs:
+        try:
+            seconds += (dt.datetime.fromisoformat(r["endedAt"]) - dt.datetime.fromisoformat(r["startedAt"])).total_seconds()
+        except (KeyError, ValueError):
+            pass
+    lost = sum((r.get("audit") or {}).get("lost") or 0 for r in runs)
+    dup = sum((r.get("audit") or {}).get("duplicated") or 0 for r in runs)
+    return {
+        "runs": len(runs), "ok": len(runs) - len(failed), "failed": len(failed),
+        "runSeconds": round(seconds, 1), "lostMessages": lost, "duplicatedMessages": dup,
+        "failures": [{"run": r.get("run"), "error": (r.get("error") or "").splitlines()[:1], "log": r.get("log")} for r in failed],
+        "results": [r["result"] for r in runs if r.get("status") == "ok"],
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workloads.summary", description=__doc__)
+    ap.add_argument("--status-dir", required=True)
+    ap.add_argument("--scale", required=True)
+    ap.add_argument("--testbed", required=True)
+    ap.add_argument("--experiment")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    try:
+        s = summarise(Path(a.status_dir), a.experiment)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    s = {"testbed": a.testbed, "scale": a.scale, "experiment": a.experiment, **s}
+    scale.write_atomic(Path(a.out), json.dumps(s, indent=2) + "\n")
+    print(f"{s['ok']}/{s['runs']} runs ok, {s['failed']} failed, {s['runSeconds']} s of runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
