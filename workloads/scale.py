@@ -62,9 +62,8 @@ def scale_workload(workload: dict, scale: dict, rate: int | None = None) -> tupl
 
     if "backlog_gb" in scale:
         if wl.get("consumerBacklogSizeGB", 0) > 0:
-            # OMB's field is a whole number of GB; the runner takes the fraction from the extension block
-            set_field("consumerBacklogSizeGB", 1)
-            set_ext("consumerBacklogSizeGB", scale["backlog_gb"])
+            # OMB's field is a whole number of GB; the runner's x-streambench.consumerBacklogSizeBytes overrides it
+            set_ext("consumerBacklogSizeBytes", int(scale["backlog_gb"] * (1 << 30)))
         if ext.get("catchUpStartBacklogGB", 0) > 0:
             set_ext("catchUpStartBacklogGB", scale["backlog_gb"])
 

@@ -132,7 +132,7 @@ def test_scale_rate_sweep_floor_cap_and_discovery():
 def test_scale_backlog_and_mixed():
     sc = {"backlog_gb": 0.05}
     wl, _ = scale.scale_workload({"consumerBacklogSizeGB": 512}, sc)
-    assert wl["x-streambench"]["consumerBacklogSizeGB"] == 0.05
+    assert wl["x-streambench"]["consumerBacklogSizeBytes"] == int(0.05 * 2**30)
     mixed = yaml.safe_load((plan.OMB_DIR / "1-topic-100-partitions-1kb-2p-2c-200k-mixed.yaml").read_text())
     wl, _ = scale.scale_workload(mixed, sc)
     assert wl["x-streambench"]["catchUpStartBacklogGB"] == 0.05 and wl["consumerBacklogSizeGB"] == 0
