@@ -1,0 +1,54 @@
+# The index of the workflow: it only validates the config and includes each stage's rules.
+#   env/shell snakemake --profile local all     # every figure, table and the paper, from the probes up
+#   env/shell snakemake -n --profile ci all     # the whole DAG at CI sizes, without running it
+# Each stage (folder) owns its rules.smk, appends its final targets to ALL_TARGETS and documents its
+# config keys in <stage>/config.schema.yaml (composed by env/config.schema.yaml).
+import sys
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "env/config.yaml"
+
+
+# --- config: env/config.yaml + profile/--config overrides, checked against env/config.schema.yaml,
+# with every default filled in, before any rule is even defined. One line per error, then exit 1.
+sys.path.insert(0, workflow.basedir)
+from env import configcheck  # noqa: E402
+
+try:
+    _checked = configcheck.check(
+        ("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)),
+        configcheck.overrides(sys.argv, workflow.config_settings.overwrite_config),
+    )
+except configcheck.ConfigError as _error:
+    print(_error, file=sys.stderr)
+    sys.exit(1)
+config.clear()
+config.update(_checked)
+
+
+ALL_TARGETS = []
+
+
+include: "hw-probes/rules.smk"
+include: "systems/rules.smk"
+include: "workloads/rules.smk"
+include: "analysis/rules.smk"
+include: "paper/rules.smk"
+
+
+onstart:
+    if config["testbed"] == "aws":
+        raise WorkflowError(
+            "testbed aws: provisioning hosts with OpenTofu/Ansible is not implemented yet; "
+            "dry-runs work, real runs need --profile local (or ci)"
+        )
+
+
+rule all:
+    input:
+        ALL_TARGETS,
+    default_target: True

@@ -1,0 +1,78 @@
+"""env/shell: idempotent set-up (judged by its stamps, not by time), the exported environment, OS check."""
+
+import os
+
+import pytest
+
+from env.tests.support import ROOT, run
+
+SHELL = str(ROOT / "env/shell")
+CACHE = os.environ.get("STREAMBENCH_CACHE", str(ROOT / ".cache"))
+
+
+def stamp_state():
+    """mtime of every file the set-up writes when it does work."""
+    paths = [ROOT / ".venv/.streambench-lock", ROOT / ".venv/bin/python",
+             os.path.join(CACHE, "stamps/maven"), os.path.join(CACHE, "cargo/.crates.toml")]
+    return {str(p): os.stat(p).st_mtime_ns for p in paths if os.path.exists(p)}
+
+
+@pytest.mark.slow
+def test_second_call_does_no_install_work_and_prints_nothing():
+    first = run([SHELL, "true"], timeout=3000)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = stamp_state()
+    assert str(ROOT / ".venv/.streambench-lock") in before
+    second = run([SHELL, "true"])
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "" and second.stderr == ""
+    assert stamp_state() == before
+
+
+def test_exports_the_environment_of_the_contract():
+    r = run([SHELL, "sh", "-c",
+             'printf "%s\\n" "$STREAMBENCH_ROOT" "$STREAMBENCH_CACHE" "$MAVEN_OPTS" "$PYTHONPATH" "$PATH"; '
+             "command -v python; command -v snakemake; command -v pandoc; command -v nixpkgs-fmt"],
+            env={"STREAMBENCH_CACHE": CACHE})
+    assert r.returncode == 0, r.stderr
+    root, cache, maven_opts, pythonpath, path, python, snakemake, pandoc, fmt = r.stdout.splitlines()
+    assert root == str(ROOT)
+    assert cache == CACHE
+    assert f"-Dmaven.repo.local={CACHE}/m2" in maven_opts.split()
+    assert pythonpath.split(":")[:2] == [str(ROOT), f"{ROOT}/hw-probes"]
+    assert path.split(":")[0] == f"{ROOT}/.venv/bin"
+    assert python == snakemake.replace("snakemake", "python") == f"{ROOT}/.venv/bin/python"
+    assert pandoc == f"{ROOT}/.venv/bin/pandoc"
+    assert fmt == f"{CACHE}/cargo/bin/nixpkgs-fmt"
+
+
+def test_nested_calls_do_not_grow_the_environment():
+    r = run([SHELL, SHELL, "sh", "-c", 'printf "%s\\n%s" "$MAVEN_OPTS" "$XDG_CONFIG_DIRS"'])
+    assert r.returncode == 0, r.stderr
+    maven_opts, xdg = r.stdout.splitlines()
+    assert maven_opts.count("maven.repo.local") == 1
+    assert xdg.count("env/xdg") == 1
+
+
+def test_passes_the_exit_code_of_the_command_through():
+    assert run([SHELL, "sh", "-c", "exit 7"]).returncode == 7
+
+
+@pytest.mark.parametrize("os_release,name", [
+    ('ID=fedora\nPRETTY_NAME="Fedora Linux 40"\n', "Fedora Linux 40"),
+    ('ID=arch\n', "arch"),
+])
+def test_refuses_an_unsupported_os(tmp_path, os_release, name):
+    f = tmp_path / "os-release"
+    f.write_text(os_release)
+    r = run([SHELL, "true"], env={"STREAMBENCH_OS_RELEASE": str(f)})
+    assert r.returncode == 1
+    assert r.stderr == (f"env/shell: error: unsupported OS '{name}' ({f}): env/shell supports Debian and Ubuntu only; "
+                        "use 'nix develop' elsewhere\n")
+
+
+def test_accepts_a_debian_derivative(tmp_path):
+    f = tmp_path / "os-release"
+    f.write_text('ID=linuxmint\nID_LIKE="ubuntu debian"\n')
+    r = run([SHELL, "true"], env={"STREAMBENCH_OS_RELEASE": str(f)})
+    assert r.returncode == 0, r.stderr
