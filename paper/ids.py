@@ -1,0 +1,30 @@
+"""The one list of figure and table ids the paper uses (CONTRIBUTING.md, "Figures and tables").
+
+The analysis stage writes paper/figures/<id>.{svg,png,pdf,json} and paper/tables/<id>.{md,csv};
+paper/rules.smk makes the paper depend on every one of them through these lists.
+"""
+
+FIGURE_IDS = [
+    "maxtput",
+    "latency-publish-1sub",
+    "latency-e2e-1sub",
+    "latency-publish-10sub",
+    "latency-e2e-10sub",
+    "latency-timeline",
+    "partition-sweep",
+    "catchup-rate",
+    "mixed-publish-p99",
+    "fsync-probe",
+]
+
+TABLE_IDS = [
+    *(f"latency-{metric}-{subs}-{local}"
+      for subs in ("1sub", "10sub") for local in ("sync", "async") for metric in ("publish", "e2e")),
+    "maxtput",
+    "partition-sweep",
+    "catchup",
+    "mixed",
+    "claims",
+    "testbed",
+    "runs",
+]

@@ -1,0 +1,72 @@
+"""A temp copy of paper/ with fake-but-valid analysis outputs (figures, tables, _variables.yml).
+
+Faking is fine here: the paper stage only arranges these files; their numbers are analysis' business.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from paper.ids import FIGURE_IDS, TABLE_IDS
+
+ROOT = Path(__file__).resolve().parents[2]
+PAPER = ROOT / "paper"
+SOURCES = ["paper.qmd", "_quarto.yml", "style.css"]
+
+# documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.qmd uses
+FAKE_VARIABLES = {
+    "published": {"files": 124, "distinct_files": 100, "repo": "example/omb", "commit": "0123abc",
+                  "testbed": "aws i3en.2xlarge (study 000)"},
+    "claims": {"total": 10, "matched": 7, "differ": 2, "no_data": 1, "ambiguous": 3, "matched_pct": 78},
+    "local": {"runs": 0, "testbed": "ci"},
+    "versions": {"kafka": "n/a", "pulsar": "n/a"},
+    "testbed": {"cpu": "Fake CPU 9000", "cores": 2, "mem_gib": 24, "kernel": "6.1.0", "os": "Debian 12",
+                "disk_write_mbps": 812.5, "fsync_p99_ms": 4.08},
+    "derived": {k: 1.5 for k in [
+        "maxtput_100p_2prod_sync_kafka_ack_all_mibps", "maxtput_100p_2prod_sync_pulsar_ack_2_mibps",
+        "maxtput_100p_2prod_bypass_pulsar_ack_1_mibps", "maxtput_1p_1prod_async_kafka_ack_1_mibps",
+        "maxtput_1p_1prod_sync_kafka_ack_all_mibps",
+        "e2e_p99_1sub_sync_pulsar_ack_2", "e2e_p99_1sub_sync_kafka_ack_all",
+        "e2e_p99_1sub_async_pulsar_ack_2", "e2e_p99_1sub_async_kafka_ack_all",
+        "e2e_p99_10sub_sync_kafka_ack_all", "e2e_p99_10sub_sync_pulsar_ack_2",
+        "e2e_p99_10sub_async_kafka_ack_all", "e2e_p99_10sub_async_pulsar_ack_2",
+        "catchup_peak_bypass_journal_pulsar_ack2_mmsgps", "catchup_peak_bypass_journal_kafka_ack2_mmsgps",
+        "catchup_peak_nosync_pulsar_ack2_mmsgps", "catchup_peak_nosync_kafka_ack2_mmsgps",
+    ]},
+}
+
+SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="480" height="240" viewBox="0 0 480 240">'
+       '<rect width="480" height="240" fill="#ffffff"/><rect x="40" y="40" width="{w}" height="160" fill="#3b6ea5"/>'
+       '<text x="50" y="30" font-family="sans-serif" font-size="16">{id}</text></svg>')
+
+
+def make_paper(dest: Path) -> Path:
+    """Copy the paper sources and systems/durability.yaml to dest/, then fake the analysis outputs."""
+    paper = dest / "paper"
+    paper.mkdir(parents=True)
+    for name in SOURCES:
+        shutil.copy(PAPER / name, paper / name)
+    (dest / "systems").mkdir()
+    shutil.copy(ROOT / "systems" / "durability.yaml", dest / "systems" / "durability.yaml")
+    figs = paper / "figures"
+    figs.mkdir()
+    for n, fid in enumerate(FIGURE_IDS):
+        (figs / f"{fid}.svg").write_text(SVG.format(id=fid, w=40 + 30 * n))
+        (figs / f"{fid}.json").write_text(json.dumps({
+            "id": fid, "caption": f"Fake figure {fid}: p99 [ms] of *series* <a & b>.",
+            "alt": f'Bar chart "{fid}" with one bar.'}))
+    tables = paper / "tables"
+    tables.mkdir()
+    for tid in TABLE_IDS:
+        (tables / f"{tid}.md").write_text(f"| table | value |\n|---|---|\n| {tid} | 1.25 |\n")
+        (tables / f"{tid}.csv").write_text(f"table,value\n{tid},1.25\n")
+    (paper / "_variables.yml").write_text(yaml.safe_dump(FAKE_VARIABLES, sort_keys=False))
+    return paper
+
+
+@pytest.fixture
+def fake_paper(tmp_path) -> Path:
+    return make_paper(tmp_path)

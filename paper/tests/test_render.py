@@ -1,0 +1,120 @@
+"""End to end: the fake paper through the pandoc + typst path, and the real analysis outputs (slow)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paper import render
+from paper.ids import FIGURE_IDS, TABLE_IDS
+
+from .conftest import PAPER, ROOT, SOURCES
+
+PDFTOPPM = shutil.which("pdftoppm")
+
+
+def page_ink(pdf: Path, tmp: Path, page: int = 1) -> float:
+    """Fraction of non-white pixels of one PDF page, via pdftoppm -> PGM (8-bit grey)."""
+    assert PDFTOPPM, "pdftoppm missing (apt-get install poppler-utils; env/apt-packages.txt lists it)"
+    prefix = tmp / "page"
+    subprocess.run([PDFTOPPM, "-gray", "-r", "40", "-f", str(page), "-l", str(page), str(pdf), str(prefix)],
+                   check=True, capture_output=True)
+    (pgm,) = tmp.glob("page*.pgm")
+    data = pgm.read_bytes()
+    m = re.match(rb"P5\s+(\d+)\s+(\d+)\s+(\d+)\s", data)
+    assert m, "pdftoppm did not write a binary PGM"
+    w, h = int(m.group(1)), int(m.group(2))
+    pixels = data[m.end():m.end() + w * h]
+    assert len(pixels) == w * h
+    pgm.unlink()
+    return sum(1 for p in pixels if p < 200) / (w * h)
+
+
+def check_outputs(outs: dict, tmp: Path) -> str:
+    html = outs["html"].read_text()
+    for fid in FIGURE_IDS:
+        assert f'id="fig-{fid}"' in html, f"figure {fid} missing from the HTML"
+    for tid in TABLE_IDS:
+        assert f'id="tbl-{tid}"' in html, f"table {tid} missing from the HTML"
+    assert html.count("data:image/svg+xml;base64,") >= len(FIGURE_IDS)  # figures embedded, standalone
+    assert "{{<" not in html and "?var:" not in html
+    pdf = outs["pdf"]
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    ink = page_ink(pdf, tmp)
+    assert 0.01 < ink < 0.6, f"page 1 looks blank or black (ink {ink:.3f})"
+    return html
+
+
+@pytest.mark.slow
+def test_pandoc_typst_render_of_fake_outputs(fake_paper, tmp_path):
+    outs = render.render(fake_paper, renderer="pandoc")
+    assert outs == {"html": fake_paper / "_build" / "paper.html", "pdf": fake_paper / "_build" / "paper.pdf"}
+    html = check_outputs(outs, tmp_path)
+    assert "Fake CPU 9000" in html and "Figure 1: Fake figure fsync-probe" in html
+    assert '<a href="#fig-maxtput">Figure\u00a02</a>' in html  # pandoc writes &nbsp; as the character
+    text = subprocess.run(["pdftotext", "-l", "1", str(outs["pdf"]), "-"], capture_output=True, text=True).stdout
+    assert "Kafka and Pulsar at the same durability" in text
+    assert not list(fake_paper.glob(".render-*")) and not list((fake_paper / "_build").glob(".render-*"))
+
+
+def test_cli_error_is_one_line_and_writes_nothing(fake_paper):
+    (fake_paper / "paper.qmd").write_text((fake_paper / "paper.qmd").read_text()
+                                          + "\nBroken {{< var claims.bogus_key >}}\n")
+    p = subprocess.run([sys.executable, "-m", "paper.render", "--paper", str(fake_paper), "--renderer", "pandoc"],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'hw-probes'}"))
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "paper.qmd:" in lines[0] and "'claims.bogus_key'" in lines[0]
+    assert not (fake_paper / "_build" / "paper.html").exists()
+
+
+def test_renderer_choice(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert render.choose("auto") == "pandoc"
+    monkeypatch.setattr(shutil, "which", lambda name: "/nix/store/quarto/bin/quarto")
+    assert render.choose("auto") == "quarto" and render.choose("pandoc") == "pandoc"
+    with pytest.raises(render.RenderError, match="paper.renderer: 'latex'"):
+        render.choose("latex")
+
+
+def test_rules_dry_run(fake_paper):
+    root = fake_paper.parent
+    (root / "Snakefile").write_text(f'ALL_TARGETS = []\ninclude: "{PAPER}/rules.smk"\n'
+                                    "rule all:\n    input: ALL_TARGETS\n")
+    for name in ("render.py", "ids.py"):
+        shutil.copy(PAPER / name, fake_paper / name)
+    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--config", 'paper={"renderer":"pandoc"}'],
+                       cwd=root, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "rule paper:" in out and "paper/_build/paper.pdf" in out
+    assert "python -m paper.render --paper paper --renderer pandoc" in out
+    (fake_paper / "figures" / "maxtput.json").unlink()
+    missing = subprocess.run([sys.executable, "-m", "snakemake", "-n"], cwd=root, capture_output=True, text=True)
+    assert missing.returncode != 0 and "paper/figures/maxtput.json" in missing.stdout + missing.stderr
+
+
+REAL = [PAPER / "_variables.yml", *(PAPER / "figures" / f"{i}.json" for i in FIGURE_IDS),
+        *(PAPER / "figures" / f"{i}.svg" for i in FIGURE_IDS), *(PAPER / "tables" / f"{t}.md" for t in TABLE_IDS)]
+
+
+@pytest.mark.slow
+def test_render_from_real_analysis_outputs(tmp_path):
+    missing = [str(p.relative_to(ROOT)) for p in REAL if not p.exists()]
+    if missing:
+        pytest.skip(f"analysis outputs not built yet ({len(missing)} missing, e.g. {missing[0]}); "
+                    "run: snakemake -c2 paper/_variables.yml " + " ".join(f"paper/figures/{i}.svg" for i in FIGURE_IDS[:1]) + " …")
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    for name in SOURCES:
+        shutil.copy(PAPER / name, paper / name)
+    for sub in ("figures", "tables"):
+        shutil.copytree(PAPER / sub, paper / sub)
+    shutil.copy(PAPER / "_variables.yml", paper / "_variables.yml")
+    outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
+    check_outputs(outs, tmp_path)
