@@ -32,7 +32,7 @@ def printed_decimals(s: str) -> int:
     return len(s.split(".")[1]) if "." in s else 0
 
 
-def verdict(printed: str, derived, approx: bool) -> tuple[str, float | None]:
+def verdict(printed: str, derived, approx: bool, tol_pct: float | None = None) -> tuple[str, float | None]:
     """('matches …' | 'differs by x%' | 'no raw data', diff_pct)."""
     if derived is None or (isinstance(derived, float) and math.isnan(derived)):
         return "no raw data", None
@@ -42,8 +42,9 @@ def verdict(printed: str, derived, approx: bool) -> tuple[str, float | None]:
     q = 10 ** d
     if abs(round(derived * q) - p * q) < 1e-6 or abs(math.floor(derived * q + 1e-9) - p * q) < 1e-6:
         return "matches within rounding", diff
-    if approx and diff is not None and abs(diff) <= APPROX_TOL_PCT:
-        return f"matches within {APPROX_TOL_PCT:g}% (approximate number)", diff
+    tol = APPROX_TOL_PCT if tol_pct is None else tol_pct
+    if approx and diff is not None and abs(diff) <= tol:
+        return f"matches within {tol:g}% (approximate number)", diff
     return f"differs by {diff:+.1f}%", diff
 
 

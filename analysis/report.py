@@ -27,9 +27,9 @@ STUDY_TABLE = {("publish", "1sub", "sync"): "2-2", ("e2e", "1sub", "sync"): "2-3
 SERIES_ORDER = ["pulsar-ack-1", "pulsar-ack-2", "kafka-ack-1", "kafka-ack-all"]
 
 
-def load(derived: Path) -> dict:
+def load(derived: Path, names=("runs", "windows", "stats", "quantiles", "probes")) -> dict:
     out = {}
-    for name in ("runs", "windows", "stats", "quantiles", "probes"):
+    for name in names:
         p = Path(derived) / f"{name}.parquet"
         if not p.exists():
             raise InputError(p, "(file)", "missing; run the ingest rule first")
@@ -310,9 +310,15 @@ def main(argv=None):
     ap.add_argument("--tables", type=Path, required=True)
     ap.add_argument("--variables", type=Path, required=True)
     ap.add_argument("--testbed", default="local")
+    ap.add_argument("--bootstrap-resamples", type=int, default=st.BOOTSTRAP["n_boot"])
+    ap.add_argument("--bootstrap-seed", type=int, default=st.BOOTSTRAP["seed"])
+    ap.add_argument("--ci-level", type=float, default=st.BOOTSTRAP["level"])
+    ap.add_argument("--approx-tolerance-pct", type=float, default=claims.APPROX_TOL_PCT)
     a = ap.parse_args(argv)
+    st.BOOTSTRAP.update(n_boot=a.bootstrap_resamples, seed=a.bootstrap_seed, level=a.ci_level)
+    claims.APPROX_TOL_PCT = a.approx_tolerance_pct
     try:
-        d = load(a.derived)
+        d = load(a.derived, names=("runs", "windows", "stats", "probes"))
         tables, cl = build_tables(d, a.reference, a.study_tables)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)

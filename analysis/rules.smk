@@ -1,2 +1,100 @@
 # Snakemake rules of the analysis stage (included by the root Snakefile).
-# Append this stage's final targets to ALL_TARGETS (a list the Snakefile defines before the includes).
+# Study 000's published files -> data/derived/*.parquet -> paper/figures/<id>.{svg,png,pdf,json},
+# paper/tables/<id>.{csv,md}, paper/_variables.yml. This project's runs and probes under data/raw are optional
+# inputs, found by glob: the paper builds from the published data alone.
+import glob as _an_glob
+
+_AN = config.get("analysis") or {}
+_AN_PUB = config.get("published") or {}
+AN_PUBLISHED_DIR = "data/published/streamnative-2020"
+AN_MANIFEST = "analysis/published/streamnative-2020.tsv"
+AN_DERIVED = ["runs", "windows", "stats", "quantiles", "probes"]
+AN_FIGURES = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
+              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
+AN_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")] + [
+    "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs"]
+AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} "
+                 f"--bootstrap-seed {_AN.get('bootstrap_seed', 20201)} --ci-level {_AN.get('ci_level', 0.95)} "
+                 f"--approx-tolerance-pct {_AN.get('approx_tolerance_pct', 5.0)}")
+
+
+def _an_raw_inputs(wildcards):
+    """This project's result files and probes, if any (optional inputs)."""
+    runs = [p for p in _an_glob.glob("data/raw/*/*/*/*/rep-*.json") if p.split("/")[3] != "probes"]
+    return sorted(runs) + sorted(_an_glob.glob("data/raw/*/probes/*/*.json"))
+
+
+rule analysis_published:
+    """Study 000's raw OMB results by pinned URL or from published.mirror, checked against the manifest."""
+    input:
+        manifest=AN_MANIFEST,
+    output:
+        directory(AN_PUBLISHED_DIR),
+    params:
+        source=(f"--mirror {_AN_PUB['mirror']}" if _AN_PUB.get("mirror")
+                else f"--url-base {_AN_PUB.get('url_base', 'https://raw.githubusercontent.com/streamnative/openmessaging-benchmark/5e1cbd40690850a2829cb159149e1ff32e7d1925/')}"),
+    log:
+        "logs/analysis/published.log",
+    shell:
+        "python -m analysis.published --manifest {input.manifest} --out {output} {params.source} > {log} 2>&1"
+
+
+rule analysis_ingest:
+    """Every result file (published + data/raw) -> tidy parquet tables."""
+    input:
+        published=AN_PUBLISHED_DIR,
+        manifest=AN_MANIFEST,
+        raw=_an_raw_inputs,
+    output:
+        expand("data/derived/{t}.parquet", t=AN_DERIVED),
+    log:
+        "logs/analysis/ingest.log",
+    shell:
+        "python -m analysis.ingest --published {input.published} --manifest {input.manifest} --raw data/raw"
+        " --out data/derived > {log} 2>&1"
+
+
+rule analysis_tables:
+    """Paper tables, the claims table and paper/_variables.yml."""
+    input:
+        derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
+        reference="data/reference/studies.csv",
+        study_tables="analysis/published/study000-tables.csv",
+    output:
+        expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")),
+        variables="paper/_variables.yml",
+    params:
+        testbed=config.get("testbed", "local"),
+        opts=AN_STATS_OPTS,
+    log:
+        "logs/analysis/tables.log",
+    shell:
+        "python -m analysis.report --derived data/derived --reference {input.reference}"
+        " --study-tables {input.study_tables} --tables paper/tables --variables {output.variables}"
+        " --testbed {params.testbed} {params.opts} > {log} 2>&1"
+
+
+# one rule per figure: `snakemake paper/figures/<id>.svg` rebuilds exactly that figure
+for _an_fid in AN_FIGURES:
+
+    rule:
+        name:
+            f"analysis_figure_{_an_fid.replace('-', '_')}"
+        input:
+            derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
+            reference="data/reference/studies.csv",
+        output:
+            multiext(f"paper/figures/{_an_fid}", ".svg", ".png", ".pdf", ".json"),
+        params:
+            fid=_an_fid,
+            scale=_AN.get("png_scale", 2.0),
+        log:
+            f"logs/analysis/figure-{_an_fid}.log",
+        shell:
+            "python -m analysis.figures --derived data/derived --reference {input.reference} --id {params.fid}"
+            " --png-scale {params.scale} --out paper/figures > {log} 2>&1"
+
+
+ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_FIGURES, ext=("svg", "png", "pdf", "json")))
+ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")))
+ALL_TARGETS.append("paper/_variables.yml")

@@ -52,8 +52,15 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def bootstrap_ci(xs, level: float = 0.95, n_boot: int = 2000, seed: int = 20201) -> tuple:
+# settings of the bootstrap (config analysis.bootstrap_resamples / bootstrap_seed / ci_level)
+BOOTSTRAP = {"n_boot": 2000, "seed": 20201, "level": 0.95}
+
+
+def bootstrap_ci(xs, level: float | None = None, n_boot: int | None = None, seed: int | None = None) -> tuple:
     """Percentile bootstrap CI of the median; deterministic for a given seed. (None, None) below 2 values."""
+    level = BOOTSTRAP["level"] if level is None else level
+    n_boot = BOOTSTRAP["n_boot"] if n_boot is None else n_boot
+    seed = BOOTSTRAP["seed"] if seed is None else seed
     xs = [x for x in xs if x is not None]
     if len(xs) < 2:
         return (None, None)

@@ -1,0 +1,227 @@
+"""Figures of study 000 (altair -> SVG, PNG, PDF with vl-convert), each with caption and alt text.
+
+python -m analysis.figures --derived data/derived --reference data/reference/studies.csv --id maxtput --out paper/figures
+Writes <out>/<id>.svg, .png, .pdf and <id>.json ({"id", "caption", "alt"}); every file atomically.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+import vl_convert as vlc
+
+from . import InputError, report
+from .labels import PUBLISHED_TESTBED_LABEL
+
+FIGURE_IDS = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
+              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
+STAT_LABEL = {"avg_ms": "avg", "p50_ms": "p50", "p90_ms": "p90", "p99_ms": "p99", "p99_9_ms": "p99.9"}
+W, H = 220, 160
+
+
+def _rows(df: pl.DataFrame):
+    return alt.Data(values=df.to_dicts())
+
+
+def _empty(msg):
+    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=400, height=60)
+
+
+def fig_maxtput(d, ref):
+    runs = report.distinct(d["runs"].filter(pl.col("experiment").str.starts_with("E000-MT")))
+    df = runs.with_columns(
+        (pl.col("partitions").cast(pl.Utf8) + " partition(s), " + pl.col("producers_per_topic").cast(pl.Utf8) + "p/"
+         + pl.col("consumers_per_subscription").cast(pl.Utf8) + "c").alias("shape"),
+        (pl.col("series") + " " + pl.col("local_durability")).alias("config")).select(
+        "testbed_label", "shape", "series", "local_durability", "config", "level", "publish_mean_mibps")
+    ch = alt.Chart(_rows(df)).mark_bar().encode(
+        x=alt.X("series:N", title=None), xOffset="local_durability:N",
+        y=alt.Y("median(publish_mean_mibps):Q", title="publish throughput (MiB/s)"),
+        color=alt.Color("local_durability:N", title="local durability"),
+        tooltip=["testbed_label:N", "shape:N", "config:N", "level:N", "median(publish_mean_mibps):Q"],
+    ).properties(width=W, height=H).facet(column=alt.Column("shape:N", title=None), row=alt.Row("testbed_label:N", title=None))
+    n = df.height
+    cap = ("Maximum publish throughput by partitions × producers, local durability (sync / async / Pulsar journal "
+           "bypass) and acknowledgement level; bar = median over runs of the mean 10-s publish rate, in MiB/s "
+           "(the study's MB/s).")
+    alt_text = (f"Grouped bar chart from {n} runs: one panel per partition/producer shape, bars per series and local "
+                "durability. Pulsar stays near 294 MiB/s unless its journal is bypassed; Kafka varies with partitions "
+                "and acks.") if n else "No max-throughput runs."
+    return ch, cap, alt_text
+
+
+def _latency(d, metric, sub):
+    exp = "E000-LAT1" if sub == "1sub" else "E000-LAT2"
+    runs = report.distinct(d["runs"].filter((pl.col("experiment") == exp) & (pl.col("partitions") == 100)))
+    j = runs.join(d["stats"].filter(pl.col("metric") == metric), on="run_id")
+    long = j.select("testbed_label", "series", "local_durability", *STAT_LABEL).unpivot(
+        index=["testbed_label", "series", "local_durability"], variable_name="stat", value_name="ms").with_columns(
+        pl.col("stat").replace_strict(STAT_LABEL))
+    ch = alt.Chart(_rows(long)).mark_line(point=True).encode(
+        x=alt.X("stat:N", sort=list(STAT_LABEL.values()), title=None),
+        y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), title=f"{'publish' if metric == 'publish' else 'end-to-end'} latency (ms)"),
+        color=alt.Color("series:N"), tooltip=["testbed_label:N", "series:N", "stat:N", "median(ms):Q"],
+    ).properties(width=W, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
+                                         row=alt.Row("testbed_label:N", title=None))
+    subs = "1 subscription" if sub == "1sub" else "10 subscriptions"
+    tabs = {"publish1sub": "2-2 / 2-4", "e2e1sub": "2-3 / 2-5", "publish10sub": "2-7 / 2-9", "e2e10sub": "2-8 / 2-10"}[metric + sub]
+    cap = (f"{'Publish' if metric == 'publish' else 'End-to-end'} latency, 100 partitions, {subs}, 200 K msg/s of 1 KiB "
+           f"(study 000 Tables {tabs}): average and percentiles of each run's aggregated latency distribution "
+           "by local durability and acknowledgement level; log scale.")
+    alt_text = (f"Line chart, one line per series (pulsar-ack-1/2, kafka-ack-1/all) across avg, p50, p90, p99, p99.9, "
+                f"panels for sync and async local durability; {j.height} runs.")
+    return ch, cap, alt_text
+
+
+def fig_timeline(d, ref):
+    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-LAT1"))
+    w = d["windows"].join(runs.select("run_id", "testbed_label", "series", "local_durability"), on="run_id")
+    ch = alt.Chart(_rows(w.select("testbed_label", "series", "local_durability", "t_s", "publish_p99_ms"))).mark_line().encode(
+        x=alt.X("t_s:Q", title="time after warm-up (s)"),
+        y=alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), title="p99 publish latency per 10-s window (ms)"),
+        color="series:N", detail="testbed_label:N",
+    ).properties(width=W + 60, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
+                                              row=alt.Row("testbed_label:N", title=None))
+    cap = ("p99 publish latency of each 10-s window over the run (study 000 Figures 2-11 / 2-14), 100 partitions, "
+           "1 subscription; OMB's per-window percentiles, plotted as measured (never averaged).")
+    return ch, cap, f"Time-series lines of per-window p99 publish latency for {runs.height} runs, one line per series."
+
+
+def fig_sweep(d, ref):
+    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-LAT3"))
+    j = runs.join(d["stats"].filter(pl.col("metric").is_in(["publish", "e2e"])), on="run_id").with_columns(
+        (pl.col("local_durability") + " local, ack-" + pl.col("ack").cast(pl.Utf8)).alias("durability"))
+    ch = alt.Chart(_rows(j.select("testbed_label", "system", "durability", "metric", "partitions", "p99_ms"))).mark_line(point=True).encode(
+        x=alt.X("partitions:Q", scale=alt.Scale(type="log"), title="partitions"),
+        y=alt.Y("median(p99_ms):Q", scale=alt.Scale(type="log"), title="p99 latency (ms)"),
+        color="system:N", strokeDash="testbed_label:N", tooltip=["system:N", "partitions:Q", "median(p99_ms):Q"],
+    ).properties(width=170, height=H).facet(column=alt.Column("durability:N", title=None), row=alt.Row("metric:N", title=None))
+    cap = ("Partition sweep (study 000 Tables 2-12 … 2-16 and 1-3): p99 publish and end-to-end latency against partitions "
+           "at 200 K msg/s, by local durability and acknowledgement level; log–log.")
+    return ch, cap, f"Line chart of p99 latency versus partitions (1 to 10000) for Kafka and Pulsar, {runs.height} runs."
+
+
+def fig_catchup(d, ref):
+    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-CU")).with_columns(
+        (pl.col("system") + " ack-" + pl.col("ack").cast(pl.Utf8)).alias("run"),
+        pl.col("catchup_mode").fill_null(pl.col("local_durability")).alias("mode"))
+    w = d["windows"].join(runs.select("run_id", "testbed_label", "run", "mode", "message_size_bytes"), on="run_id").with_columns(
+        (pl.col("consume_rate_msgps") / 1e6).alias("consume_mmsgps"))
+    ch = alt.Chart(_rows(w.select("testbed_label", "run", "mode", "t_s", "consume_mmsgps"))).mark_line().encode(
+        x=alt.X("t_s:Q", title="time (s)"), y=alt.Y("consume_mmsgps:Q", title="consume rate (M msg/s)"),
+        color="run:N", detail="testbed_label:N",
+    ).properties(width=W, height=H).facet(column=alt.Column("mode:N", title="local durability mode"),
+                                         row=alt.Row("testbed_label:N", title=None))
+    cap = ("Catch-up read (study 000 Figures 2-33 … 2-35): consume rate per 10-s window while producers write 200 K "
+           "msg/s; consumers start once 512 GB of backlog has built up. The peak is the catch-up read rate.")
+    return ch, cap, f"Time-series of consume rate for {runs.height} catch-up runs, panels bypass-journal, nosync, sync."
+
+
+def fig_mixed(d, ref):
+    cols, rows = report.mixed_table(d, ref, _claims(d, ref))
+    long = []
+    for r in rows:
+        cfg = f"{r['local_durability']} local, ack-{r['ack']}"
+        if r.get("study_publish_p99_ms") is not None:
+            long.append({"config": cfg, "system": r["system"], "source": "study 000 Table 1-4 (printed)", "p99": r["study_publish_p99_ms"]})
+        if r.get("publish_p99_ms") is not None:
+            long.append({"config": cfg, "system": r["system"], "source": f"{r['testbed']}: {r['source']}", "p99": r["publish_p99_ms"]})
+    ch = alt.Chart(alt.Data(values=long)).mark_bar().encode(
+        x=alt.X("system:N", title=None), xOffset="source:N",
+        y=alt.Y("p99:Q", scale=alt.Scale(type="log"), title="p99 publish latency (ms)"),
+        color=alt.Color("source:N", legend=alt.Legend(orient="bottom", direction="vertical")),
+    ).properties(width=120, height=H).facet(column=alt.Column("config:N", title=None))
+    cap = ("Mixed workload (study 000 Table 1-4): p99 publish latency while a catch-up consumer reads the backlog. "
+           "No mixed-workload files were published: the study's printed numbers are drawn beside the p99 of the "
+           "catch-up run of the same level (an assumption) and this project's mixed runs when present.")
+    return ch, cap, f"Grouped bar chart (log scale) of p99 publish latency, {len(long)} bars, by durability and system."
+
+
+def fig_fsync(d, ref):
+    pts = []
+    with open(ref, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["study"] == "000" and r["experiment"] == "fsync_probe":
+                pts.append({"testbed": PUBLISHED_TESTBED_LABEL, "host": "3 instances (printed range)",
+                            "p99_ms": float(r["value"]), "source": "study 000 (printed)"})
+    pr = d["probes"].filter((pl.col("probe") == "fio-fsync") & (pl.col("key") == "latencyUs.p99"))
+    for r in pr.to_dicts():
+        pts.append({"testbed": r["testbed"], "host": f"{r['host']} {r['dir']}".strip(), "p99_ms": r["value"] / 1000,
+                    "source": "hw-probes fio-fsync"})
+    ch = alt.Chart(alt.Data(values=pts)).mark_point(filled=True, size=80).encode(
+        x=alt.X("host:N", title=None), y=alt.Y("p99_ms:Q", scale=alt.Scale(type="log"), title="p99 fsync latency (ms)"),
+        color="source:N", shape="testbed:N", tooltip=["testbed:N", "host:N", "p99_ms:Q"],
+    ).properties(width=320, height=H)
+    cap = ("p99 fsync latency: study 000's printed range over its three i3en.2xlarge instances (Figure 1-1; no raw "
+           "data published) and this project's fio fsync probes per host and data directory when present.")
+    return ch, cap, f"Dot plot of p99 fsync latency, {len(pts)} points: the study's 1 ms and 6 ms bounds and local probes."
+
+
+_CLAIMS_CACHE = {}
+
+
+def _claims(d, ref):
+    key = id(d)
+    if key not in _CLAIMS_CACHE:
+        from . import claims
+        _CLAIMS_CACHE[key] = claims.derive(d["runs"], d["stats"], ref)
+    return _CLAIMS_CACHE[key]
+
+
+BUILDERS = {
+    "maxtput": fig_maxtput,
+    "latency-publish-1sub": lambda d, r: _latency(d, "publish", "1sub"),
+    "latency-e2e-1sub": lambda d, r: _latency(d, "e2e", "1sub"),
+    "latency-publish-10sub": lambda d, r: _latency(d, "publish", "10sub"),
+    "latency-e2e-10sub": lambda d, r: _latency(d, "e2e", "10sub"),
+    "latency-timeline": fig_timeline,
+    "partition-sweep": fig_sweep,
+    "catchup-rate": fig_catchup,
+    "mixed-publish-p99": fig_mixed,
+    "fsync-probe": fig_fsync,
+}
+assert list(BUILDERS) == FIGURE_IDS
+
+
+def render(d, ref, fid, out: Path, png_scale: float = 2.0):
+    if fid not in BUILDERS:
+        raise InputError("--id", "id", f"unknown figure {fid!r}; known: {', '.join(FIGURE_IDS)}")
+    chart, caption, alt_text = BUILDERS[fid](d, ref)
+    spec = chart.properties(title=fid).configure_view(stroke=None).to_dict()
+    out.mkdir(parents=True, exist_ok=True)
+    blobs = {"svg": vlc.vegalite_to_svg(spec).encode(), "png": vlc.vegalite_to_png(spec, scale=png_scale),
+             "pdf": vlc.vegalite_to_pdf(spec),
+             "json": json.dumps({"id": fid, "caption": caption, "alt": alt_text}, ensure_ascii=False, indent=1).encode()}
+    for ext, data in blobs.items():
+        p = out / f"{fid}.{ext}"
+        tmp = out / f".{fid}.{ext}.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(p)
+    return caption
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--derived", type=Path, required=True)
+    ap.add_argument("--reference", type=Path, required=True)
+    ap.add_argument("--id", required=True, help="a figure id, or 'all'")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--png-scale", type=float, default=2.0)
+    a = ap.parse_args(argv)
+    try:
+        d = report.load(a.derived, names=("runs", "windows", "stats", "probes"))
+        for fid in FIGURE_IDS if a.id == "all" else [a.id]:
+            render(d, a.reference, fid, a.out, a.png_scale)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
