@@ -1,0 +1,47 @@
+package org.streambench.runner;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.List;
+import java.util.Map;
+
+/** What the runner needs from a messaging system. */
+public interface Driver extends AutoCloseable {
+    interface SendCallback { void done(Throwable error); }
+
+    interface Producer {
+        /** asynchronous send; may block when the client's queue is full (as the clients do) */
+        void send(String key, byte[] payload, SendCallback cb);
+        void flush() throws Exception;
+        void close() throws Exception;
+    }
+
+    interface Handler { void onMessage(byte[] payload, int partition); }
+
+    interface Consumer {
+        void pause();
+        void resume();
+        void close() throws Exception;
+    }
+
+    /** Full topic names for the run's topics. */
+    List<String> topicNames(String runId, int topics);
+
+    void createTopics(List<String> topics, int partitions) throws Exception;
+
+    void waitForTopics(List<String> topics, int partitions, long timeoutMs) throws Exception;
+
+    Producer createProducer(String topic) throws Exception;
+
+    Consumer createConsumer(String topic, String subscription, Handler handler) throws Exception;
+
+    /** Blocks until every subscription has its expected number of consumers attached (all processes). */
+    void waitConsumersReady(Map<String, Integer> expectedPerSubscription, long timeoutMs) throws Exception;
+
+    void deleteTopics(List<String> topics) throws Exception;
+
+    ObjectNode endpoints();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,283 @@
+package org.streambench.runner;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+
+/** omb-merge: exact merge of the parts written by N runner processes of one run (histograms added, counts summed). */
+public final class Merge {
+    private Merge() {}
+
+    public static void main(String[] args) {
+        int rc;
+        try {
+            String out = null;
+            List<String> parts = new ArrayList<>();
+            for (int i = 0; i < args.length; i++) {
+                if (args[i].equals("--output")) {
+                    if (i + 1 >= args.length) throw new ConfigException("command line: --output needs a value");
+                    out = args[++i];
+                } else if (args[i].startsWith("--")) {
+                    throw new ConfigException("command line: unknown option " + args[i] + "\nusage: omb-merge --output OUT.json PART.json...");
+                } else parts.add(args[i]);
+            }
+            if (out == null) throw new ConfigException("command line: --output is required\nusage: omb-merge --output OUT.json PART.json...");
+            if (parts.isEmpty()) throw new ConfigException("command line: no part files given");
+            List<JsonNode> docs = new ArrayList<>();
+            for (String p : parts) docs.add(read(p));
+            ObjectNode merged = merge(parts, docs);
+            Path op = Path.of(out).toAbsolutePath();
+            if (op.getParent() != null) Files.createDirectories(op.getParent());
+            Main.writeAtomically(op, merged);
+            System.err.println("omb-merge: merged " + parts.size() + " parts into " + op);
+            rc = 0;
+        } catch (ConfigException e) {
+            System.err.println("omb-merge: error: " + e.getMessage());
+            rc = 2;
+        } catch (Exception e) {
+            System.err.println("omb-merge: error: " + e);
+            rc = 1;
+        }
+        System.exit(rc);
+    }
+
+    static JsonNode read(String p) {
+        JsonNode n;
+        try {
+            n = Fields.JSON.readTree(Files.readString(Path.of(p)));
+        } catch (IOException e) {
+            throw new ConfigException(p + ": cannot read as JSON: " + String.valueOf(e.getMessage()).split("\n")[0]);
+        }
+        if (n == null || !n.isObject()) throw new ConfigException(p + ": not a JSON object");
+        if (!n.path("x-streambench").isObject())
+            throw new ConfigException(p, "x-streambench", "missing: not a result of this runner (only its results carry the histograms needed for an exact merge)");
+        for (String k : new String[]{"histograms", "periodCounts", "timeSeries", "audit", "process"})
+            if (!n.path("x-streambench").path(k).isObject()) throw new ConfigException(p, "x-streambench." + k, "missing or not an object");
+        return n;
+    }
+
+    static ObjectNode merge(List<String> names, List<JsonNode> docs) {
+        JsonNode first = docs.get(0);
+        int count = first.at("/x-streambench/process/count").asInt();
+        if (count != docs.size())
+            throw new ConfigException(names.get(0), "x-streambench.process.count", "is " + count + " but " + docs.size() + " parts were given");
+        Set<Integer> seen = new HashSet<>();
+        for (int i = 0; i < docs.size(); i++) {
+            JsonNode d = docs.get(i);
+            JsonNode x = d.get("x-streambench");
+            int idx = x.at("/process/index").asInt(-1);
+            if (!seen.add(idx)) throw new ConfigException(names.get(i), "x-streambench.process.index", "duplicate index " + idx);
+            for (String k : new String[]{"workload", "driver", "messageSize", "topics", "partitions"})
+                if (!d.path(k).equals(first.path(k))) throw new ConfigException(names.get(i), k, "differs from " + names.get(0));
+            if (!x.at("/process/startAt").equals(first.at("/x-streambench/process/startAt")))
+                throw new ConfigException(names.get(i), "x-streambench.process.startAt", "differs from " + names.get(0) + " (not parts of one run)");
+        }
+        int subs = first.at("/x-streambench/periodCounts/subscriptions").asInt();
+        int nPeriods = Integer.MAX_VALUE;
+        for (JsonNode d : docs) nPeriods = Math.min(nPeriods, d.at("/x-streambench/periodCounts/acked").size());
+        List<OmbResult.Period> periods = new ArrayList<>();
+        String[] perNames = {"publish", "publishCorrected", "publishDelay", "endToEnd"};
+        List<Histogram[]> perHists = new ArrayList<>();
+        for (int i = 0; i < nPeriods; i++) {
+            OmbResult.Period p = new OmbResult.Period();
+            Histogram[] hs = new Histogram[perNames.length];
+            for (int k = 0; k < hs.length; k++) hs[k] = Histos.create();
+            for (JsonNode d : docs) {
+                JsonNode pc = d.at("/x-streambench/periodCounts");
+                p.seconds = Math.max(p.seconds, pc.get("seconds").get(i).asDouble());
+                p.acked += pc.get("acked").get(i).asLong();
+                p.errors += pc.get("errors").get(i).asLong();
+                p.received += pc.get("received").get(i).asLong();
+                p.sentTotal += pc.get("sentTotal").get(i).asLong();
+                p.receivedTotal += pc.get("receivedTotal").get(i).asLong();
+                for (int k = 0; k < hs.length; k++)
+                    hs[k].add(Histos.decode(d.at("/x-streambench/histograms/perPeriod/" + perNames[k]).get(i).asText()));
+            }
+            p.publish = hs[0]; p.publishDelay = hs[2]; p.e2e = hs[3];
+            periods.add(p);
+            perHists.add(hs);
+        }
+        String[] aggNames = {"publish", "publishCorrected", "publishDelay", "endToEnd", "endToEndCorrected"};
+        Histogram[] agg = new Histogram[aggNames.length];
+        for (int k = 0; k < agg.length; k++) {
+            agg[k] = Histos.create();
+            for (int i = 0; i < docs.size(); i++) {
+                JsonNode h = docs.get(i).at("/x-streambench/histograms/" + aggNames[k]);
+                if (!h.isTextual()) throw new ConfigException(names.get(i), "x-streambench.histograms." + aggNames[k], "missing");
+                agg[k].add(Histos.decode(h.asText()));
+            }
+        }
+        ObjectNode r = OmbResult.build(first.path("workload").asText(null), first.path("driver").asText(null),
+                first.path("messageSize").asLong(), first.path("topics").asInt(), first.path("partitions").asInt(),
+                first.path("producersPerTopic").asInt(), first.path("consumersPerTopic").asInt(), subs,
+                periods, agg[0], agg[2], agg[3]);
+        ObjectNode x = first.get("x-streambench").deepCopy();
+        r.set("x-streambench", x);
+        ObjectNode proc = x.putObject("process");
+        proc.putNull("index");
+        proc.put("count", count);
+        ArrayNode ml = proc.putArray("merged");
+        for (int i = 0; i < docs.size(); i++) {
+            ObjectNode pn = docs.get(i).at("/x-streambench/process").deepCopy();
+            pn.put("file", names.get(i));
+            ml.add(pn);
+        }
+        proc.set("startAt", first.at("/x-streambench/process/startAt"));
+        x.put("startTime", minMax(docs, "startTime", true));
+        x.put("endTime", minMax(docs, "endTime", false));
+        x.put("measurementStartTime", minMax(docs, "measurementStartTime", true));
+        x.put("measurementEndTime", minMax(docs, "measurementEndTime", false));
+        double measSec = 0;
+        for (JsonNode d : docs) measSec = Math.max(measSec, d.at("/x-streambench/measurementSeconds").asDouble());
+        x.put("measurementSeconds", measSec);
+        ObjectNode pr = (ObjectNode) x.get("producerRate");
+        if (pr != null) {
+            pr.put("achieved", measSec > 0 ? agg[0].getTotalCount() / measSec : 0);
+            pr.put("achievedMBps", measSec > 0 ? agg[0].getTotalCount() / measSec * r.path("messageSize").asLong() / 1048576.0 : 0);
+            pr.put("processShare", 1.0);
+        }
+        x.set("publishLatencyMs", Histos.stats(agg[0], 1000.0));
+        x.set("publishLatencyCorrected", Histos.stats(agg[1], 1000.0));
+        x.set("endToEndLatencyMicros", Histos.stats(agg[3], 1.0));
+        x.set("endToEndCorrectedMicros", Histos.stats(agg[4], 1.0));
+        long neg = 0;
+        for (JsonNode d : docs) neg += d.at("/x-streambench/endToEndNegativeSamples").asLong();
+        x.put("endToEndNegativeSamples", neg);
+        ObjectNode hs = x.putObject("histograms");
+        hs.put("encoding", "HdrHistogram-V2-compressed-base64");
+        hs.put("unit", "us");
+        hs.put("significantDigits", 3);
+        for (int k = 0; k < agg.length; k++) hs.put(aggNames[k], Histos.encode(agg[k]));
+        ObjectNode pp = hs.putObject("perPeriod");
+        for (int k = 0; k < perNames.length; k++) {
+            ArrayNode a = pp.putArray(perNames[k]);
+            for (Histogram[] h : perHists) a.add(Histos.encode(h[k]));
+        }
+        ObjectNode pc = x.putObject("periodCounts");
+        pc.put("subscriptions", subs);
+        ArrayNode ps = pc.putArray("seconds"), pa = pc.putArray("acked"), pe = pc.putArray("errors"),
+                prc = pc.putArray("received"), pst = pc.putArray("sentTotal"), prt = pc.putArray("receivedTotal");
+        for (OmbResult.Period p : periods) {
+            ps.add(p.seconds); pa.add(p.acked); pe.add(p.errors); prc.add(p.received); pst.add(p.sentTotal); prt.add(p.receivedTotal);
+        }
+        x.set("timeSeries", mergeSeries(docs, subs));
+        x.set("audit", mergeAudit(docs));
+        ArrayNode wn = x.putArray("warnings");
+        for (int i = 0; i < docs.size(); i++)
+            for (JsonNode wj : docs.get(i).at("/x-streambench/warnings")) wn.add("part " + i + ": " + wj.asText());
+        return r;
+    }
+
+    private static String minMax(List<JsonNode> docs, String key, boolean min) {
+        String best = null;
+        for (JsonNode d : docs) {
+            String v = d.at("/x-streambench/" + key).asText(null);
+            if (v == null) continue;
+            if (best == null || (min ? v.compareTo(best) < 0 : v.compareTo(best) > 0)) best = v;
+        }
+        return best;
+    }
+
+    private static ObjectNode mergeSeries(List<JsonNode> docs, int subs) {
+        int n = Integer.MAX_VALUE;
+        for (JsonNode d : docs) n = Math.min(n, d.at("/x-streambench/timeSeries/t").size());
+        JsonNode f = docs.get(0).at("/x-streambench/timeSeries");
+        ObjectNode o = Fields.JSON.createObjectNode();
+        o.put("intervalSeconds", 1);
+        ArrayNode t = o.putArray("t"), ph = o.putArray("phase");
+        for (int i = 0; i < n; i++) { t.add(f.get("t").get(i)); ph.add(f.get("phase").get(i)); }
+        for (String k : new String[]{"publishRate", "publishErrorRate", "consumeRate"}) sum(o, docs, k, n);
+        ArrayNode bl = o.putArray("backlog");
+        for (int i = 0; i < n; i++) {
+            long s = 0, rcv = 0;
+            for (JsonNode d : docs) {
+                s += d.at("/x-streambench/timeSeries/sentTotal").get(i).asLong();
+                rcv += d.at("/x-streambench/timeSeries/receivedTotal").get(i).asLong();
+            }
+            bl.add(Math.max(0, subs * s - rcv));
+        }
+        sum(o, docs, "targetRate", n);
+        for (String k : new String[]{"publishLatencyP99Ms", "publishLatencyCorrectedP99Ms", "endToEndP99Ms"}) {
+            ArrayNode a = o.putArray(k);
+            for (int i = 0; i < n; i++) {
+                double mx = 0;
+                for (JsonNode d : docs) mx = Math.max(mx, d.at("/x-streambench/timeSeries/" + k).get(i).asDouble());
+                a.add(mx);
+            }
+        }
+        for (String k : new String[]{"sentTotal", "receivedTotal"}) {
+            ArrayNode a = o.putArray(k);
+            for (int i = 0; i < n; i++) {
+                long s = 0;
+                for (JsonNode d : docs) s += d.at("/x-streambench/timeSeries/" + k).get(i).asLong();
+                a.add(s);
+            }
+        }
+        return o;
+    }
+
+    private static void sum(ObjectNode o, List<JsonNode> docs, String k, int n) {
+        ArrayNode a = o.putArray(k);
+        for (int i = 0; i < n; i++) {
+            double s = 0;
+            for (JsonNode d : docs) s += d.at("/x-streambench/timeSeries/" + k).get(i).asDouble();
+            a.add(s);
+        }
+    }
+
+    static ObjectNode mergeAudit(List<JsonNode> docs) {
+        ObjectNode a = Fields.JSON.createObjectNode();
+        long sent = 0, acked = 0, errors = 0, foreign = 0;
+        boolean drained = true;
+        double wait = 0;
+        ObjectNode per = Fields.JSON.createObjectNode();
+        for (JsonNode d : docs) {
+            JsonNode au = d.at("/x-streambench/audit");
+            sent += au.path("sent").asLong();
+            acked += au.path("acked").asLong();
+            errors += au.path("sendErrors").asLong();
+            foreign += au.path("foreign").asLong();
+            drained &= au.path("drained").asBoolean();
+            wait = Math.max(wait, au.path("drainWaitSeconds").asDouble());
+            for (Iterator<String> it = au.path("receivedPerSubscription").fieldNames(); it.hasNext(); ) {
+                String s = it.next();
+                JsonNode src = au.path("receivedPerSubscription").get(s);
+                ObjectNode tgt = per.has(s) ? (ObjectNode) per.get(s) : per.putObject(s);
+                tgt.put("role", src.path("role").asText("tailing"));
+                for (String k : new String[]{"received", "unique", "duplicated", "outOfOrder"})
+                    tgt.put(k, tgt.path(k).asLong() + src.path(k).asLong());
+            }
+        }
+        long lost = 0, dup = 0, ooo = 0;
+        for (Iterator<String> it = per.fieldNames(); it.hasNext(); ) {
+            ObjectNode s = (ObjectNode) per.get(it.next());
+            long l = Math.max(0, acked - s.path("unique").asLong());
+            s.put("lost", l);
+            lost += l;
+            dup += s.path("duplicated").asLong();
+            ooo += s.path("outOfOrder").asLong();
+        }
+        a.put("sent", sent);
+        a.put("acked", acked);
+        a.put("sendErrors", errors);
+        a.put("subscriptions", per.size());
+        a.set("receivedPerSubscription", per);
+        a.put("lost", lost);
+        a.put("duplicated", dup);
+        a.put("outOfOrder", ooo);
+        a.put("foreign", foreign);
+        a.put("drained", drained);
+        a.put("drainWaitSeconds", wait);
+        return a;
+    }
+}

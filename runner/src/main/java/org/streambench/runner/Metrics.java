@@ -1,0 +1,54 @@
+package org.streambench.runner;
+
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** Hot-path recording: counters and HdrHistogram Recorders (µs). No per-message state. */
+public final class Metrics {
+    public static final int PUBLISH = 0, PUBLISH_CORRECTED = 1, PUBLISH_DELAY = 2, E2E = 3, E2E_CORRECTED = 4, E2E_CATCHUP = 5;
+    public static final String[] NAMES = {"publish", "publishCorrected", "publishDelay", "endToEnd", "endToEndCorrected", "endToEndCatchUp"};
+    public static final int N = NAMES.length;
+
+    final Recorder[] rec = new Recorder[N];
+    public final LongAdder sent = new LongAdder(), acked = new LongAdder(), errors = new LongAdder(),
+            received = new LongAdder(), e2eNegative = new LongAdder();
+
+    public Metrics() {
+        for (int i = 0; i < N; i++) rec[i] = new Recorder(3);
+    }
+
+    /** Send completion: times in nanoTime. */
+    public void onSendComplete(long intendedNanos, long sendNanos, Throwable err) {
+        if (err != null) { errors.increment(); return; }
+        long now = System.nanoTime();
+        acked.increment();
+        rec[PUBLISH].recordValue(Math.max(0, (now - sendNanos) / 1000));
+        rec[PUBLISH_CORRECTED].recordValue(Math.max(0, (now - intendedNanos) / 1000));
+        rec[PUBLISH_DELAY].recordValue(Math.max(0, (sendNanos - intendedNanos) / 1000));
+    }
+
+    /** A delivery: end-to-end from the header's send and intended times. */
+    public void onReceive(long sendMicros, long intendedMicros, boolean catchUp) {
+        long now = Clock.nowMicros();
+        received.increment();
+        long l = now - sendMicros;
+        if (l < 0) { e2eNegative.increment(); l = 0; }
+        if (catchUp) {
+            rec[E2E_CATCHUP].recordValue(l);
+        } else {
+            rec[E2E].recordValue(l);
+            rec[E2E_CORRECTED].recordValue(Math.max(0, now - intendedMicros));
+        }
+    }
+
+    /** Interval histograms since the last call (one array of N). */
+    public Histogram[] interval(Histogram[] recycle) {
+        Histogram[] out = new Histogram[N];
+        for (int i = 0; i < N; i++) {
+            out[i] = recycle == null ? rec[i].getIntervalHistogram() : rec[i].getIntervalHistogram(recycle[i]);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,684 @@
+package org.streambench.runner;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.HdrHistogram.Histogram;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/** Executes one workload against one cluster: set-up, warm-up, (discovery | build+drain), measurement, clean-up. */
+public final class Runner {
+    public static final class Options {
+        public JsonNode cluster;       // whole cluster.json or null
+        public int index = 0, count = 1;
+        public Long startAt;           // epoch ms shared by all processes
+        public Long durationSeconds, warmupSeconds;
+    }
+
+    enum Phase { WARMUP, DISCOVERY, BUILD, DRAIN, MEASURE }
+
+    private static final int PERIOD_SECONDS = 10;
+
+    private final Workload w;
+    private final DriverConfig dc;
+    private final Options o;
+    private final Metrics m = new Metrics();
+    private final LongAdder receivedCatchUp = new LongAdder();
+    private volatile boolean stopSenders;
+    private volatile double targetRate; // msg/s for this process
+    private volatile int rateVersion;
+    public volatile boolean abort;
+
+    private final List<Thread> senders = new ArrayList<>();
+    private final List<Driver.Consumer> tailingConsumers = new ArrayList<>(), catchUpConsumers = new ArrayList<>();
+    private final List<Audit> audits = new ArrayList<>();
+    private final List<String> warnings = new ArrayList<>();
+    private volatile Throwable senderFailure;
+
+    public Runner(Workload w, DriverConfig dc, Options o) {
+        this.w = w;
+        this.dc = dc;
+        this.o = o;
+    }
+
+    private int tailSubs() { return w.subscriptionsPerTopic; }
+
+    private int allSubs() { return w.subscriptionsPerTopic + w.catchUpSubscriptions; }
+
+    // ------------------------------------------------------------------------------------------------
+
+    private final class Sender extends Thread {
+        final Driver.Producer[] producers;
+        final int[] ids;
+        final long[] seqs;
+        final double share;
+        final Payloads payloads;
+
+        Sender(int n, List<Driver.Producer> ps, List<Integer> pids, double share, long seed) {
+            super("sender-" + n);
+            setDaemon(true);
+            producers = ps.toArray(new Driver.Producer[0]);
+            ids = pids.stream().mapToInt(Integer::intValue).toArray();
+            seqs = new long[ids.length];
+            this.share = share;
+            payloads = new Payloads(w, seed);
+        }
+
+        @Override
+        public void run() {
+            try {
+                int version = rateVersion;
+                RateSchedule s = new RateSchedule(targetRate * share, startNanos);
+                long i = 0;
+                final int size = w.messageSize;
+                while (!stopSenders) {
+                    if (version != rateVersion) {
+                        version = rateVersion;
+                        s.reset(targetRate * share, System.nanoTime());
+                    }
+                    final long intended = s.await(() -> stopSenders);
+                    if (intended < 0) break;
+                    if (intended == Long.MAX_VALUE) { LockSupport.parkNanos(10_000_000L); continue; }
+                    int k = (int) (i % producers.length);
+                    byte[] buf = new byte[size];
+                    System.arraycopy(payloads.template(i), 0, buf, 0, size);
+                    final long send = System.nanoTime();
+                    MessageHeader.write(buf, ids[k], seqs[k]++, Clock.toEpochMicros(send), Clock.toEpochMicros(intended));
+                    m.sent.increment();
+                    try {
+                        producers[k].send(payloads.key(i), buf, err -> m.onSendComplete(intended, send, err));
+                    } catch (RuntimeException e) {
+                        m.errors.increment();
+                    }
+                    s.advance();
+                    i++;
+                }
+            } catch (Throwable t) {
+                senderFailure = t;
+                Log.error(getName() + " failed: " + t);
+            }
+        }
+    }
+
+    private long startNanos;
+
+    // ------------------------------------------------------------------------------------------------
+
+    public ObjectNode run() throws Exception {
+        long runStartMicros = Clock.nowMicros();
+        String runId = o.startAt != null ? Long.toString(o.startAt, 36)
+                : Long.toString(System.currentTimeMillis(), 36) + Integer.toString((int) (Math.random() * 1296), 36);
+        String endpointBootstrap = null, endpointService = null, endpointHttp = null;
+        if (o.cluster != null) {
+            endpointBootstrap = text(o.cluster.at("/kafka/bootstrapServers"));
+            endpointService = text(o.cluster.at("/pulsar/serviceUrl"));
+            endpointHttp = text(o.cluster.at("/pulsar/httpUrl"));
+            if (dc.type == DriverConfig.Type.KAFKA && endpointBootstrap == null)
+                throw new ConfigException("--cluster", "kafka.bootstrapServers", "missing for a Kafka driver");
+            if (dc.type == DriverConfig.Type.PULSAR && (endpointService == null || endpointHttp == null))
+                throw new ConfigException("--cluster", "pulsar.serviceUrl/pulsar.httpUrl", "missing for a Pulsar driver");
+        }
+        Driver driver = dc.type == DriverConfig.Type.KAFKA ? new KafkaDriver(dc, endpointBootstrap)
+                : new PulsarDriver(dc, endpointService, endpointHttp);
+        List<String> topics = driver.topicNames(runId, w.topics);
+        boolean created = false;
+        Thread hook = new Thread(() -> {
+            abort = true;
+            stopSenders = true;
+            synchronized (this) {
+                try { this.wait(30_000); } catch (InterruptedException ignored) { }
+            }
+        }, "omb-run-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            Log.info("run " + runId + ": " + dc.type.name().toLowerCase() + " " + driver.endpoints() + ", topics " + topics);
+            if (o.index == 0) {
+                driver.createTopics(topics, w.partitionsPerTopic);
+                created = true;
+            } else {
+                driver.waitForTopics(topics, w.partitionsPerTopic, 120_000);
+            }
+            ObjectNode result = runOn(driver, topics, runId, runStartMicros);
+            Log.info("clean-up");
+            closeQuietly(driver);
+            if (created) {
+                if (o.count > 1) Thread.sleep(10_000); // let the other processes finish their drain before deleting
+                try {
+                    driver.deleteTopics(topics);
+                } catch (Exception e) {
+                    Log.warn("deleting topics failed: " + e);
+                    ((ArrayNode) result.with("x-streambench").withArray("warnings")).add("deleting topics failed: " + e);
+                }
+            }
+            ((ObjectNode) result.get("x-streambench")).put("endTime", Clock.iso(Clock.nowMicros()));
+            return result;
+        } finally {
+            stopSenders = true;
+            closeQuietly(driver);
+            if (created) {
+                try { driver.deleteTopics(topics); } catch (Exception ignored) { }
+            }
+            synchronized (this) { this.notifyAll(); }
+            try { Runtime.getRuntime().removeShutdownHook(hook); } catch (IllegalStateException ignored) { }
+        }
+    }
+
+    private static String text(JsonNode n) { return n == null || n.isMissingNode() || n.isNull() ? null : n.asText(); }
+
+    private static void closeQuietly(Driver d) {
+        try { d.close(); } catch (Exception e) { Log.warn("close: " + e); }
+    }
+
+    private void checkAbort() {
+        if (abort) throw new IllegalStateException("aborted by signal");
+        if (senderFailure != null) throw new IllegalStateException("producer thread failed: " + senderFailure, senderFailure);
+    }
+
+    private ObjectNode runOn(Driver driver, List<String> topics, String runId, long runStartMicros) throws Exception {
+        int totalProducers = w.totalProducers();
+        // ---- subscriptions and consumers ----
+        Map<String, Integer> expected = new LinkedHashMap<>();
+        List<String> subNames = new ArrayList<>();
+        for (int s = 0; s < allSubs(); s++) {
+            boolean cu = s >= tailSubs();
+            String name = cu ? "sub-" + runId + "-c" + (s - tailSubs()) : "sub-" + runId + "-" + s;
+            subNames.add(name);
+            audits.add(new Audit(name, totalProducers, w.partitionsPerTopic));
+            expected.put(name, w.topics * w.consumerPerSubscription);
+        }
+        int cidx = 0;
+        for (int t = 0; t < w.topics; t++) {
+            for (int s = 0; s < allSubs(); s++) {
+                boolean cu = s >= tailSubs();
+                Audit a = audits.get(s);
+                for (int c = 0; c < w.consumerPerSubscription; c++, cidx++) {
+                    if (cidx % o.count != o.index) continue;
+                    Driver.Handler h = (payload, partition) -> {
+                        if (!MessageHeader.valid(payload)) { a.recordForeign(); m.received.increment(); return; }
+                        m.onReceive(MessageHeader.sendMicros(payload), MessageHeader.intendedMicros(payload), cu);
+                        if (cu) receivedCatchUp.increment();
+                        a.record(MessageHeader.producerId(payload), MessageHeader.sequence(payload), partition);
+                    };
+                    Driver.Consumer dcn = driver.createConsumer(topics.get(t), subNames.get(s), h);
+                    if (cu) { dcn.pause(); catchUpConsumers.add(dcn); } else tailingConsumers.add(dcn);
+                }
+            }
+        }
+        if (!expected.isEmpty()) driver.waitConsumersReady(expected, 120_000);
+        Log.info("consumers ready: " + (tailingConsumers.size() + catchUpConsumers.size()) + " in this process");
+        // ---- producers ----
+        List<Driver.Producer> mine = new ArrayList<>();
+        List<Integer> mineIds = new ArrayList<>();
+        for (int t = 0; t < w.topics; t++)
+            for (int p = 0; p < w.producersPerTopic; p++) {
+                int g = t * w.producersPerTopic + p;
+                if (g % o.count != o.index) continue;
+                mine.add(driver.createProducer(topics.get(t)));
+                mineIds.add(g);
+            }
+        Log.info("producers ready: " + mine.size() + " in this process");
+        double processShare = (double) mine.size() / totalProducers;
+        boolean discovery = w.producerRate == 0;
+        double globalRate = discovery ? w.discoveryInitialRate : w.producerRate;
+        targetRate = globalRate * processShare;
+
+        // ---- start ----
+        if (o.startAt != null) {
+            long waitMs = o.startAt - System.currentTimeMillis();
+            if (waitMs < 0) {
+                warnings.add("set-up finished " + (-waitMs) + " ms after --start-at; started late");
+                Log.warn(warnings.get(warnings.size() - 1));
+                startNanos = System.nanoTime();
+            } else {
+                startNanos = Clock.nanoAtEpochMillis(o.startAt);
+                while (System.nanoTime() < startNanos) { checkAbort(); LockSupport.parkNanos(Math.min(startNanos - System.nanoTime(), 50_000_000L)); }
+            }
+        } else {
+            startNanos = System.nanoTime();
+        }
+        int threads = Math.max(1, Math.min(mine.size(), Runtime.getRuntime().availableProcessors()));
+        for (int n = 0; n < threads; n++) {
+            List<Driver.Producer> ps = new ArrayList<>();
+            List<Integer> ids = new ArrayList<>();
+            for (int k = n; k < mine.size(); k += threads) { ps.add(mine.get(k)); ids.add(mineIds.get(k)); }
+            if (ps.isEmpty()) continue;
+            Sender s = new Sender(n, ps, ids, mine.isEmpty() ? 0 : (double) ps.size() / mine.size(), 1000L * o.index + n);
+            senders.add(s);
+        }
+        long sendStartMicros = Clock.toEpochMicros(startNanos);
+        for (Thread s : senders) s.start();
+        Log.info("producing at " + (discovery ? "discovery start rate " : "") + fmt(targetRate) + " msg/s in this process ("
+                + threads + " sender threads)");
+
+        // ---- tick loop ----
+        long warmup = o.warmupSeconds != null ? o.warmupSeconds : w.warmupSeconds();
+        long test = o.durationSeconds != null ? o.durationSeconds : w.testSeconds();
+        Phase phase = warmup > 0 ? Phase.WARMUP : discovery ? Phase.DISCOVERY : w.backlogBytes > 0 ? Phase.BUILD : Phase.MEASURE;
+        long phaseStartTick = 0, measureStartTick = -1, ombStartTick = -1;
+        long measureStartMicros = -1, ombStartMicros = -1;
+        if (phase == Phase.BUILD) { pauseAll(tailingConsumers); }
+        if (phase != Phase.WARMUP && phase != Phase.DISCOVERY) { ombStartTick = 0; ombStartMicros = sendStartMicros; }
+        if (phase == Phase.MEASURE) { measureStartTick = 0; measureStartMicros = sendStartMicros; }
+
+        TimeSeries ts = new TimeSeries();
+        List<OmbResult.Period> periods = new ArrayList<>();
+        List<Histogram[]> periodHists = new ArrayList<>();
+        Histogram[] agg = newHists(), period = newHists(), recycle = null;
+        Map<String, Histogram[]> phaseHists = new LinkedHashMap<>();
+        long periodAcked = 0, periodErrors = 0, periodReceived = 0;
+        int periodTicks = 0;
+        long periodStartNanos = 0;
+
+        // discovery state
+        ObjectNode rateDiscovery = null;
+        ArrayNode steps = null;
+        double lo = 0, hi = Double.POSITIVE_INFINITY;
+        long stepStartTick = 0, stepAcked0 = 0, stepBacklog0 = 0;
+        Histogram stepDelay = Histos.create();
+        int stepIndex = 0;
+        Double settledRate = discovery ? null : (double) w.producerRate;
+        if (discovery) {
+            rateDiscovery = Fields.JSON.createObjectNode();
+            rateDiscovery.put("initialRate", w.discoveryInitialRate);
+            rateDiscovery.put("stepSeconds", w.discoveryStepSeconds);
+            rateDiscovery.put("maxSteps", w.discoveryMaxSteps);
+            steps = Fields.JSON.createArrayNode();
+        }
+        // backlog state
+        long targetBacklogMsgs = w.backlogBytes > 0 ? w.backlogBytes / w.messageSize : 0;
+        ObjectNode backlogInfo = null;
+        long releaseTick = -1, releaseReceived = 0, buildStartTick = -1;
+        long releaseMicros = -1, chaseMicros = -1, drainedMicros = -1, backlogAtRelease = 0;
+        long drainedReceived = -1, releaseAcked = 0, chaseAcked = 0;
+        boolean drainTimedOut = false;
+        if (w.backlogBytes > 0) {
+            backlogInfo = Fields.JSON.createObjectNode();
+            backlogInfo.put("targetBytes", w.backlogBytes);
+            backlogInfo.put("targetMessages", targetBacklogMsgs);
+            backlogInfo.put("drainRatio", w.backlogDrainRatio);
+            if (phase == Phase.BUILD) { buildStartTick = 0; backlogInfo.put("buildStartTime", Clock.iso(sendStartMicros)); }
+        }
+        // mixed state
+        ObjectNode mixed = null;
+        long cuStartMicros = -1, cuDoneMicros = -1, cuStartReceived = 0, cuDoneReceived = 0;
+        long cuTargetMsgs = 0;
+        if (w.mixed()) {
+            mixed = Fields.JSON.createObjectNode();
+            mixed.put("catchUpSubscriptions", w.catchUpSubscriptions);
+            mixed.put("catchUpStartBacklogGB", w.catchUpStartBacklogGB);
+            cuTargetMsgs = (long) Math.ceil(w.catchUpStartBacklogGB * (1L << 30) / w.messageSize);
+        }
+
+        long prevSent = 0, prevAcked = 0, prevErr = 0, prevRecv = 0;
+        long prevNanos = startNanos;
+        long tick = 0;
+        while (true) {
+            long tickNanos = startNanos + (tick + 1) * 1_000_000_000L;
+            while (System.nanoTime() < tickNanos) {
+                checkAbort();
+                LockSupport.parkNanos(Math.min(tickNanos - System.nanoTime(), 100_000_000L));
+            }
+            tick++;
+            long nowNanos = System.nanoTime();
+            double dt = (nowNanos - prevNanos) / 1e9;
+            prevNanos = nowNanos;
+            recycle = m.interval(recycle);
+            long sent = m.sent.sum(), acked = m.acked.sum(), err = m.errors.sum(), recv = m.received.sum();
+            long dAcked = acked - prevAcked, dErr = err - prevErr, dRecv = recv - prevRecv;
+            prevSent = sent; prevAcked = acked; prevErr = err; prevRecv = recv;
+            long backlog = Math.max(0, allSubs() * sent - recv);
+            long rcu = receivedCatchUp.sum();
+            ts.add(tick, phase.name().toLowerCase(), dAcked / dt, dErr / dt,
+                    dRecv / dt, backlog, targetRate, recycle, sent, recv);
+            for (Histogram[] ph : phaseHists.values()) addAll(ph, recycle);
+            if (phase == Phase.DISCOVERY) stepDelay.add(recycle[Metrics.PUBLISH_DELAY]);
+            boolean omb = ombStartTick >= 0;
+            if (omb) {
+                if (periodTicks == 0) periodStartNanos = nowNanos - (long) (dt * 1e9);
+                addAll(period, recycle);
+                addAll(agg, recycle);
+                periodAcked += dAcked; periodErrors += dErr; periodReceived += dRecv;
+                periodTicks++;
+                if (periodTicks == PERIOD_SECONDS) {
+                    OmbResult.Period p = new OmbResult.Period();
+                    p.seconds = (nowNanos - periodStartNanos) / 1e9;
+                    p.acked = periodAcked; p.errors = periodErrors; p.received = periodReceived;
+                    p.sentTotal = sent; p.receivedTotal = recv;
+                    p.publish = period[Metrics.PUBLISH]; p.publishDelay = period[Metrics.PUBLISH_DELAY]; p.e2e = period[Metrics.E2E];
+                    periods.add(p);
+                    periodHists.add(period);
+                    period = newHists();
+                    periodAcked = periodErrors = periodReceived = 0;
+                    periodTicks = 0;
+                }
+            }
+            if (tick % PERIOD_SECONDS == 0) progress(ts, phase, backlog);
+
+            // ---- phase transitions ----
+            long inPhase = tick - phaseStartTick;
+            Phase next = phase;
+            switch (phase) {
+                case WARMUP:
+                    if (inPhase >= warmup) next = discovery ? Phase.DISCOVERY : w.backlogBytes > 0 ? Phase.BUILD : Phase.MEASURE;
+                    break;
+                case DISCOVERY: {
+                    long inStep = tick - stepStartTick;
+                    if (inStep < w.discoveryStepSeconds) break;
+                    double stepRate = targetRate / processShare;
+                    double achieved = (acked - stepAcked0) / (double) inStep;
+                    long growth = backlog - stepBacklog0;
+                    long delayP99 = stepDelay.getValueAtPercentile(99);
+                    boolean pass = achieved >= 0.97 * stepRate && delayP99 < 200_000
+                            && (tailSubs() == 0 || growth < 0.5 * stepRate * tailSubs());
+                    ObjectNode st = steps.addObject();
+                    st.put("index", stepIndex);
+                    st.put("targetRate", stepRate);
+                    st.put("publishRate", achieved);
+                    st.put("consumeRate", ts.meanConsume(inStep));
+                    st.put("backlogStart", stepBacklog0);
+                    st.put("backlogEnd", backlog);
+                    st.put("publishDelayP99Micros", delayP99);
+                    st.put("pass", pass);
+                    Log.info(String.format("rate discovery step %d: target %.0f msg/s, achieved %.0f, backlog %d -> %d, delay p99 %d us: %s",
+                            stepIndex, stepRate, achieved, stepBacklog0, backlog, delayP99, pass ? "pass" : "FAIL"));
+                    if (pass) lo = Math.max(lo, stepRate); else hi = Math.min(hi, stepRate);
+                    stepIndex++;
+                    double nr;
+                    if (Double.isInfinite(hi)) nr = stepRate * 2;
+                    else nr = (lo + hi) / 2;
+                    boolean done = stepIndex >= w.discoveryMaxSteps || (!Double.isInfinite(hi) && lo > 0 && hi / lo <= 1.05);
+                    if (done) {
+                        settledRate = lo > 0 ? lo : Math.max(1, hi / 2);
+                        if (lo == 0) warnings.add("rate discovery found no passing rate; settled on " + settledRate);
+                        rateDiscovery.put("settledRate", settledRate);
+                        setRate(settledRate * processShare);
+                        next = Phase.MEASURE;
+                    } else {
+                        setRate(nr * processShare);
+                        stepStartTick = tick;
+                        stepAcked0 = acked; stepBacklog0 = backlog; stepDelay.reset();
+                    }
+                    break;
+                }
+                case BUILD:
+                    if (backlog >= targetBacklogMsgs) {
+                        next = Phase.DRAIN;
+                        resumeAll(tailingConsumers);
+                        releaseTick = tick; releaseMicros = Clock.nowMicros(); releaseReceived = recv; releaseAcked = acked;
+                        backlogAtRelease = backlog;
+                        phaseHists.put("drain", newHists());
+                        Log.info("backlog " + backlog + " msgs reached: consumers released");
+                    }
+                    break;
+                case DRAIN:
+                    if (backlog <= (1 - w.backlogDrainRatio) * targetBacklogMsgs) {
+                        drainedMicros = Clock.nowMicros();
+                        drainedReceived = recv;
+                        next = Phase.MEASURE;
+                    } else if (tick - releaseTick > Math.max(600, 10 * (releaseTick - buildStartTick))) {
+                        drainTimedOut = true;
+                        warnings.add("backlog did not drain within " + (tick - releaseTick) + " s; measurement started anyway");
+                        next = Phase.MEASURE;
+                    }
+                    break;
+                case MEASURE:
+                    if (w.mixed()) {
+                        long cuBacklogPerSub = sent - rcu / w.catchUpSubscriptions;
+                        if (cuStartMicros < 0 && cuBacklogPerSub >= cuTargetMsgs) {
+                            cuStartMicros = Clock.nowMicros(); cuStartReceived = rcu;
+                            phaseHists.remove("before");
+                            phaseHists.put("during", newHists());
+                            resumeAll(catchUpConsumers);
+                            Log.info("catch-up subscriptions started at backlog " + cuBacklogPerSub + " msgs");
+                        } else if (cuStartMicros >= 0 && cuDoneMicros < 0
+                                && cuBacklogPerSub <= Math.max(1000, 0.2 * targetRate)) {
+                            cuDoneMicros = Clock.nowMicros(); cuDoneReceived = rcu;
+                            if (phaseHists.containsKey("during")) mixed.set("during", phaseStats(phaseHists.remove("during")));
+                            Log.info("catch-up complete");
+                        }
+                    }
+                    if (inPhase >= test) next = null;
+                    break;
+                default:
+                    break;
+            }
+            // chase completion (backlog mode), checked in every phase after release
+            if (releaseTick >= 0 && chaseMicros < 0 && tick > releaseTick
+                    && backlog <= allSubs() * Math.max(1000, 0.2 * targetRate)) {
+                chaseMicros = Clock.nowMicros();
+                chaseAcked = recv - releaseReceived;
+                Histogram[] dh = phaseHists.remove("drain");
+                if (dh != null) {
+                    backlogInfo.set("publishLatencyDuringDrainMs", Histos.stats(dh[Metrics.PUBLISH], 1000.0));
+                    backlogInfo.set("publishLatencyCorrectedDuringDrainMs", Histos.stats(dh[Metrics.PUBLISH_CORRECTED], 1000.0));
+                    backlogInfo.put("publishRateDuringDrain", (acked - releaseAcked) / ((chaseMicros - releaseMicros) / 1e6));
+                }
+                Log.info("backlog chase complete after " + fmt((chaseMicros - releaseMicros) / 1e6) + " s");
+            }
+            if (next == null) break;
+            if (next != phase) {
+                Log.info("phase " + phase.name().toLowerCase() + " -> " + next.name().toLowerCase() + " at t=" + tick + " s");
+                if (next == Phase.DISCOVERY) { stepStartTick = tick; stepAcked0 = acked; stepBacklog0 = backlog; stepDelay.reset(); }
+                if ((next == Phase.BUILD || next == Phase.MEASURE) && ombStartTick < 0) {
+                    ombStartTick = tick; ombStartMicros = Clock.nowMicros();
+                }
+                if (next == Phase.BUILD) {
+                    pauseAll(tailingConsumers);
+                    buildStartTick = tick;
+                    backlogInfo.put("buildStartTime", Clock.iso(Clock.nowMicros()));
+                }
+                if (next == Phase.MEASURE) {
+                    measureStartTick = tick; measureStartMicros = Clock.nowMicros();
+                    if (w.mixed()) phaseHists.put("before", newHists());
+                }
+                phase = next;
+                phaseStartTick = tick;
+            }
+        }
+        long measureEndMicros = Clock.nowMicros();
+        // ---- stop ----
+        stopSenders = true;
+        for (Thread s : senders) s.join(60_000);
+        for (Driver.Producer p : mine) {
+            try { p.flush(); } catch (Exception e) { Log.warn("flush: " + e); }
+        }
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (m.acked.sum() + m.errors.sum() < m.sent.sum() && System.currentTimeMillis() < deadline) Thread.sleep(50);
+        if (m.acked.sum() + m.errors.sum() < m.sent.sum())
+            warnings.add((m.sent.sum() - m.acked.sum() - m.errors.sum()) + " sends still pending after 60 s");
+        if (mixed != null && phaseHists.containsKey("before")) mixed.set("before", phaseStats(phaseHists.remove("before")));
+        if (mixed != null && phaseHists.containsKey("during")) mixed.set("during", phaseStats(phaseHists.remove("during")));
+        if (mixed != null && !mixed.has("before")) mixed.putNull("before");
+        resumeAll(tailingConsumers);
+        resumeAll(catchUpConsumers);
+        // ---- drain wait for the audit ----
+        long drainStart = System.currentTimeMillis();
+        boolean drained = false;
+        long lastRecv = -1, stableSince = System.currentTimeMillis();
+        while (System.currentTimeMillis() - drainStart < 60_000) {
+            checkAbort();
+            if (o.count == 1) {
+                long acked = m.acked.sum();
+                boolean all = true;
+                for (Audit a : audits) if (a.unique() < acked) { all = false; break; }
+                if (all) { drained = true; break; }
+            } else {
+                long r = m.received.sum();
+                if (r != lastRecv) { lastRecv = r; stableSince = System.currentTimeMillis(); }
+                else if (System.currentTimeMillis() - stableSince > 3000) { drained = true; break; }
+            }
+            Thread.sleep(50);
+        }
+        double drainWait = (System.currentTimeMillis() - drainStart) / 1000.0;
+        if (!drained) warnings.add("subscriptions did not receive every acknowledged message within 60 s after the producers stopped");
+
+        // ---- result ----
+        ObjectNode r = OmbResult.build(w.name, dc.name, w.messageSize, w.topics, w.partitionsPerTopic, w.producersPerTopic,
+                w.consumerPerSubscription, allSubs(), periods, agg[Metrics.PUBLISH], agg[Metrics.PUBLISH_DELAY], agg[Metrics.E2E]);
+        ObjectNode x = r.putObject("x-streambench");
+        x.put("formatVersion", 1);
+        x.set("runner", Main.runnerInfo());
+        x.put("workloadFile", w.file);
+        x.put("driverFile", dc.file);
+        x.set("workload", w.echo);
+        x.set("driver", dc.echo);
+        x.set("cluster", o.cluster);
+        x.set("endpoints", driver.endpoints());
+        ObjectNode proc = x.putObject("process");
+        proc.put("index", o.index);
+        proc.put("count", o.count);
+        if (o.startAt != null) proc.put("startAt", o.startAt); else proc.putNull("startAt");
+        x.put("startTime", Clock.iso(runStartMicros));
+        x.put("endTime", Clock.iso(Clock.nowMicros()));
+        x.put("measurementStartTime", Clock.iso(ombStartMicros >= 0 ? ombStartMicros : measureEndMicros));
+        x.put("measurementEndTime", Clock.iso(measureEndMicros));
+        x.put("warmupSeconds", Math.max(0, ((ombStartMicros >= 0 ? ombStartMicros : measureEndMicros) - sendStartMicros) / 1e6));
+        x.put("measurementSeconds", ombStartMicros >= 0 ? (measureEndMicros - ombStartMicros) / 1e6 : 0);
+        ArrayNode tn = x.putArray("topicNames");
+        topics.forEach(tn::add);
+        ObjectNode pr = x.putObject("producerRate");
+        if (discovery) pr.putNull("target"); else pr.put("target", (double) w.producerRate);
+        pr.put("settled", settledRate == null ? 0 : settledRate);
+        double measSec = ombStartMicros >= 0 ? (measureEndMicros - ombStartMicros) / 1e6 : 0;
+        long aggCount = agg[Metrics.PUBLISH].getTotalCount();
+        pr.put("achieved", measSec > 0 ? aggCount / measSec : 0);
+        pr.put("achievedMBps", measSec > 0 ? aggCount / measSec * w.messageSize / (1024.0 * 1024.0) : 0);
+        pr.put("processShare", processShare);
+        x.set("publishLatencyMs", Histos.stats(agg[Metrics.PUBLISH], 1000.0));
+        x.set("publishLatencyCorrected", Histos.stats(agg[Metrics.PUBLISH_CORRECTED], 1000.0));
+        x.set("endToEndLatencyMicros", Histos.stats(agg[Metrics.E2E], 1.0));
+        x.set("endToEndCorrectedMicros", Histos.stats(agg[Metrics.E2E_CORRECTED], 1.0));
+        if (w.mixed()) x.set("endToEndCatchUpMicros", Histos.stats(agg[Metrics.E2E_CATCHUP], 1.0));
+        x.put("endToEndNegativeSamples", m.e2eNegative.sum());
+        ObjectNode hs = x.putObject("histograms");
+        hs.put("encoding", "HdrHistogram-V2-compressed-base64");
+        hs.put("unit", "us");
+        hs.put("significantDigits", 3);
+        for (int i = 0; i < Metrics.N; i++) {
+            if (i == Metrics.E2E_CATCHUP && !w.mixed()) continue;
+            hs.put(Metrics.NAMES[i], Histos.encode(agg[i]));
+        }
+        ObjectNode pp = hs.putObject("perPeriod");
+        for (int i : new int[]{Metrics.PUBLISH, Metrics.PUBLISH_CORRECTED, Metrics.PUBLISH_DELAY, Metrics.E2E}) {
+            ArrayNode a = pp.putArray(Metrics.NAMES[i]);
+            for (Histogram[] ph : periodHists) a.add(Histos.encode(ph[i]));
+        }
+        ObjectNode pc = x.putObject("periodCounts");
+        pc.put("subscriptions", allSubs());
+        ArrayNode ps = pc.putArray("seconds"), pa = pc.putArray("acked"), pe = pc.putArray("errors"),
+                prc = pc.putArray("received"), pst = pc.putArray("sentTotal"), prt = pc.putArray("receivedTotal");
+        for (OmbResult.Period p : periods) {
+            ps.add(p.seconds); pa.add(p.acked); pe.add(p.errors); prc.add(p.received); pst.add(p.sentTotal); prt.add(p.receivedTotal);
+        }
+        x.set("timeSeries", ts.toJson(measureStartTick));
+        // audit
+        ObjectNode au = x.putObject("audit");
+        long acked = m.acked.sum();
+        au.put("sent", m.sent.sum());
+        au.put("acked", acked);
+        au.put("sendErrors", m.errors.sum());
+        au.put("subscriptions", audits.size());
+        ObjectNode per = au.putObject("receivedPerSubscription");
+        long lost = 0, dup = 0, ooo = 0, foreign = 0;
+        for (int s = 0; s < audits.size(); s++) {
+            Audit a = audits.get(s);
+            ObjectNode an = per.putObject(a.name);
+            long uniq = a.unique();
+            an.put("role", s >= tailSubs() ? "catchUp" : "tailing");
+            an.put("received", a.received());
+            an.put("unique", uniq);
+            an.put("duplicated", a.duplicated());
+            an.put("outOfOrder", a.outOfOrder());
+            long l = Math.max(0, acked - uniq);
+            if (o.count == 1) an.put("lost", l); else an.putNull("lost");
+            lost += l; dup += a.duplicated(); ooo += a.outOfOrder(); foreign += a.foreign();
+        }
+        if (o.count == 1) au.put("lost", lost); else au.putNull("lost");
+        au.put("duplicated", dup);
+        au.put("outOfOrder", ooo);
+        au.put("foreign", foreign);
+        au.put("drained", drained);
+        au.put("drainWaitSeconds", drainWait);
+        x.set("rateDiscovery", rateDiscovery == null ? null : rateDiscovery.set("steps", steps));
+        if (backlogInfo != null) {
+            backlogInfo.put("releaseTime", releaseMicros >= 0 ? Clock.iso(releaseMicros) : null);
+            backlogInfo.put("drainedTime", drainedMicros >= 0 ? Clock.iso(drainedMicros) : null);
+            backlogInfo.put("chaseCompleteTime", chaseMicros >= 0 ? Clock.iso(chaseMicros) : null);
+            backlogInfo.put("buildSeconds", releaseTick >= 0 ? (double) (releaseTick - buildStartTick) : null);
+            backlogInfo.put("backlogAtRelease", backlogAtRelease);
+            Double chase = chaseMicros >= 0 ? (chaseMicros - releaseMicros) / 1e6 : null;
+            backlogInfo.put("chaseTimeSeconds", chase);
+            Double drainRate = chase != null && chase > 0 ? chaseAcked / chase : null;
+            backlogInfo.put("drainRateMsgs", drainRate);
+            backlogInfo.put("drainRateMBps", drainRate == null ? null : drainRate * w.messageSize / (1024.0 * 1024.0));
+            backlogInfo.put("drained", drainedMicros >= 0 && !drainTimedOut);
+            if (!backlogInfo.has("publishLatencyDuringDrainMs")) {
+                Histogram[] dh = phaseHists.remove("drain");
+                backlogInfo.set("publishLatencyDuringDrainMs", dh == null ? null : Histos.stats(dh[Metrics.PUBLISH], 1000.0));
+                backlogInfo.set("publishLatencyCorrectedDuringDrainMs", dh == null ? null : Histos.stats(dh[Metrics.PUBLISH_CORRECTED], 1000.0));
+                backlogInfo.putNull("publishRateDuringDrain");
+            }
+            if (releaseTick < 0) warnings.add("the backlog target was never reached; consumers were never released");
+        }
+        x.set("backlog", backlogInfo);
+        if (mixed != null) {
+            mixed.put("catchUpStartTime", cuStartMicros >= 0 ? Clock.iso(cuStartMicros) : null);
+            mixed.put("catchUpCompleteTime", cuDoneMicros >= 0 ? Clock.iso(cuDoneMicros) : null);
+            Double chase = cuDoneMicros >= 0 ? (cuDoneMicros - cuStartMicros) / 1e6 : null;
+            mixed.put("chaseTimeSeconds", chase);
+            Double rate = chase != null && chase > 0 ? (cuDoneReceived - cuStartReceived) / chase : null;
+            mixed.put("catchUpRateMsgs", rate);
+            mixed.put("catchUpRateMBps", rate == null ? null : rate * w.messageSize / (1024.0 * 1024.0));
+            if (!mixed.has("during")) mixed.putNull("during");
+            if (cuStartMicros < 0) warnings.add("the catch-up subscriptions never started (backlog target not reached in the measured phase)");
+        }
+        x.set("mixed", mixed);
+        ArrayNode wn = x.putArray("warnings");
+        warnings.forEach(wn::add);
+        for (Driver.Consumer c : tailingConsumers) try { c.close(); } catch (Exception ignored) { }
+        for (Driver.Consumer c : catchUpConsumers) try { c.close(); } catch (Exception ignored) { }
+        return r;
+    }
+
+    private ObjectNode phaseStats(Histogram[] h) {
+        ObjectNode n = Fields.JSON.createObjectNode();
+        n.set("publishLatencyMs", Histos.stats(h[Metrics.PUBLISH], 1000.0));
+        n.set("publishLatencyCorrectedMs", Histos.stats(h[Metrics.PUBLISH_CORRECTED], 1000.0));
+        n.set("endToEndTailingMicros", Histos.stats(h[Metrics.E2E], 1.0));
+        return n;
+    }
+
+    private void setRate(double r) {
+        targetRate = r;
+        rateVersion++;
+    }
+
+    private static void pauseAll(List<Driver.Consumer> cs) { for (Driver.Consumer c : cs) c.pause(); }
+
+    private static void resumeAll(List<Driver.Consumer> cs) { for (Driver.Consumer c : cs) c.resume(); }
+
+    private static Histogram[] newHists() {
+        Histogram[] h = new Histogram[Metrics.N];
+        for (int i = 0; i < h.length; i++) h[i] = Histos.create();
+        return h;
+    }
+
+    private static void addAll(Histogram[] into, Histogram[] from) {
+        for (int i = 0; i < into.length; i++) into[i].add(from[i]);
+    }
+
+    static String fmt(double d) { return String.format("%.1f", d); }
+
+    private void progress(TimeSeries ts, Phase phase, long backlog) {
+        double[] last = ts.lastWindow(PERIOD_SECONDS);
+        Log.info(String.format("[%s] Pub rate %8.1f msg/s / %6.1f MB/s | Pub err %6.1f err/s | Cons rate %8.1f msg/s / %6.1f MB/s | Backlog: %6.1f K | Pub Latency p99 (ms) %7.3f | Pub corrected p99 (ms) %7.3f | E2E p99 (ms) %7.3f",
+                phase.name().toLowerCase(), last[0], last[0] * w.messageSize / 1048576.0, last[1], last[2],
+                last[2] * w.messageSize / 1048576.0, backlog / 1000.0, last[3], last[4], last[5]));
+    }
+}

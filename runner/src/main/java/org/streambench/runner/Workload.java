@@ -1,0 +1,172 @@
+package org.streambench.runner;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+
+/** An OMB workload file (every field, OMB's defaults), validated strictly, plus the x-streambench extension. */
+public final class Workload {
+    public enum KeyDistributor { NO_KEY, KEY_ROUND_ROBIN, RANDOM_NANO }
+
+    static final Set<String> FIELDS = Set.of("name", "topics", "partitionsPerTopic", "keyDistributor", "messageSize",
+            "useRandomizedPayloads", "randomBytesRatio", "randomizedPayloadPoolSize", "payloadFile",
+            "subscriptionsPerTopic", "producersPerTopic", "consumerPerSubscription", "producerRate",
+            "consumerBacklogSizeGB", "backlogDrainRatio", "testDurationMinutes", "warmupDurationMinutes",
+            "x-streambench");
+    static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
+            "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery");
+    static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps");
+
+    public static final int HEADER_BYTES = MessageHeader.SIZE;
+
+    public final String file;
+    public String name;
+    public int topics, partitionsPerTopic, messageSize, randomizedPayloadPoolSize;
+    public KeyDistributor keyDistributor;
+    public boolean useRandomizedPayloads;
+    public double randomBytesRatio;
+    public String payloadFile;
+    public byte[] payload; // the file's bytes when !useRandomizedPayloads
+    public int subscriptionsPerTopic, producersPerTopic, consumerPerSubscription;
+    public long producerRate;
+    public long consumerBacklogSizeGB;
+    public double backlogDrainRatio;
+    public int testDurationMinutes, warmupDurationMinutes;
+    // extension
+    public long testDurationSeconds, warmupDurationSeconds;
+    public int catchUpSubscriptions;
+    public double catchUpStartBacklogGB;
+    public long backlogBytes; // effective consumer backlog target in bytes (0 = off)
+    public double discoveryInitialRate = 1000;
+    public int discoveryStepSeconds = 5, discoveryMaxSteps = 24;
+    public ObjectNode echo;
+
+    private Workload(String file) { this.file = file; }
+
+    public static Workload load(String file) {
+        ObjectNode root = Fields.readYamlObject(file);
+        Fields f = new Fields(file, root, "");
+        f.rejectUnknown(FIELDS);
+        Workload w = new Workload(file);
+        w.name = f.string("name", null);
+        w.topics = (int) f.integer("topics", 0, 0, 1_000_000);
+        w.partitionsPerTopic = (int) f.integer("partitionsPerTopic", 0, 0, 1_000_000);
+        String kd = f.string("keyDistributor", "NO_KEY");
+        try {
+            w.keyDistributor = KeyDistributor.valueOf(kd);
+        } catch (IllegalArgumentException e) {
+            throw f.error("keyDistributor", "unknown value \"" + kd + "\"; expected NO_KEY, KEY_ROUND_ROBIN or RANDOM_NANO");
+        }
+        w.messageSize = (int) f.integer("messageSize", 0, 0, 100 * 1024 * 1024);
+        w.useRandomizedPayloads = f.bool("useRandomizedPayloads", false);
+        w.randomBytesRatio = f.number("randomBytesRatio", 0.0, 0.0, 1.0);
+        w.randomizedPayloadPoolSize = (int) f.integer("randomizedPayloadPoolSize", 0, 0, 1_000_000);
+        w.payloadFile = f.string("payloadFile", null);
+        w.subscriptionsPerTopic = (int) f.integer("subscriptionsPerTopic", 0, 0, 100_000);
+        w.producersPerTopic = (int) f.integer("producersPerTopic", 0, 0, 100_000);
+        w.consumerPerSubscription = (int) f.integer("consumerPerSubscription", 0, 0, 100_000);
+        w.producerRate = f.integer("producerRate", 0, 0, Integer.MAX_VALUE);
+        w.consumerBacklogSizeGB = f.integer("consumerBacklogSizeGB", 0, 0, Long.MAX_VALUE / (1L << 30));
+        w.backlogDrainRatio = f.number("backlogDrainRatio", 1.0, 0.0, 1.0);
+        w.testDurationMinutes = (int) f.integer("testDurationMinutes", 0, Integer.MIN_VALUE, Integer.MAX_VALUE);
+        w.warmupDurationMinutes = (int) f.integer("warmupDurationMinutes", 1, 0, 100_000);
+
+        Fields x = f.object("x-streambench");
+        x.rejectUnknown(EXT_FIELDS);
+        w.testDurationSeconds = x.integer("testDurationSeconds", -1, 1, 100L * 24 * 3600);
+        w.warmupDurationSeconds = x.integer("warmupDurationSeconds", -1, 0, 100L * 24 * 3600);
+        w.catchUpSubscriptions = (int) x.integer("catchUpSubscriptions", 0, 0, 1000);
+        w.catchUpStartBacklogGB = x.number("catchUpStartBacklogGB", 0.0, 0.0, 1e9);
+        long backlogBytesExt = x.integer("consumerBacklogSizeBytes", -1, 1, Long.MAX_VALUE);
+        Fields rd = x.object("rateDiscovery");
+        rd.rejectUnknown(DISCOVERY_FIELDS);
+        w.discoveryInitialRate = rd.number("initialRate", 1000, 1, 1e9);
+        w.discoveryStepSeconds = (int) rd.integer("stepSeconds", 5, 2, 3600);
+        w.discoveryMaxSteps = (int) rd.integer("maxSteps", 24, 2, 10_000);
+
+        // ---- combinations (OMB would accept these and fail later, or silently misbehave) ----
+        if (w.topics < 1) throw f.error("topics", "must be >= 1 (got " + w.topics + ")");
+        if (w.partitionsPerTopic < 1) throw f.error("partitionsPerTopic", "must be >= 1 (got " + w.partitionsPerTopic + ")");
+        if (w.producersPerTopic < 1) throw f.error("producersPerTopic", "must be >= 1 (got " + w.producersPerTopic + ")");
+        if (w.messageSize < HEADER_BYTES)
+            throw f.error("messageSize", "must be >= " + HEADER_BYTES + " bytes (each message carries a "
+                    + HEADER_BYTES + "-byte audit header), got " + w.messageSize);
+        if (w.consumerPerSubscription > 0 && w.subscriptionsPerTopic == 0)
+            throw f.error("consumerPerSubscription", "is " + w.consumerPerSubscription + " but subscriptionsPerTopic is 0 (consumers without subscriptions)");
+        if (w.subscriptionsPerTopic > 0 && w.consumerPerSubscription == 0)
+            throw f.error("subscriptionsPerTopic", "is " + w.subscriptionsPerTopic + " but consumerPerSubscription is 0 (subscriptions without consumers never drain)");
+        if (w.useRandomizedPayloads) {
+            if (w.randomizedPayloadPoolSize < 1)
+                throw f.error("randomizedPayloadPoolSize", "must be >= 1 when useRandomizedPayloads is true");
+        } else {
+            if (w.payloadFile == null)
+                throw f.error("payloadFile", "missing (required unless useRandomizedPayloads is true)");
+            Path p = Path.of(w.payloadFile);
+            if (!Files.isRegularFile(p))
+                throw f.error("payloadFile", "file not found: " + p.toAbsolutePath() + " (resolved against the current directory, as OMB)");
+            try {
+                w.payload = Files.readAllBytes(p);
+            } catch (IOException e) {
+                throw f.error("payloadFile", "cannot read " + p + ": " + e.getMessage());
+            }
+            if (w.payload.length != w.messageSize)
+                throw f.error("messageSize", "is " + w.messageSize + " but payloadFile " + w.payloadFile + " has " + w.payload.length + " bytes");
+        }
+        if (w.testDurationSeconds < 0 && w.testDurationMinutes <= 0)
+            throw f.error("testDurationMinutes", "must be >= 1 (got " + w.testDurationMinutes
+                    + "); OMB's 'run forever' is not supported because a run must end to write its result");
+        w.backlogBytes = backlogBytesExt > 0 ? backlogBytesExt : w.consumerBacklogSizeGB * (1L << 30);
+        if (w.backlogBytes > 0 && w.subscriptionsPerTopic == 0)
+            throw f.error(backlogBytesExt > 0 ? "x-streambench.consumerBacklogSizeBytes" : "consumerBacklogSizeGB",
+                    "a backlog needs subscriptions, but subscriptionsPerTopic is 0");
+        if (w.backlogBytes > 0 && w.producerRate == 0)
+            throw f.error("consumerBacklogSizeGB", "cannot be combined with producerRate 0 (rate discovery needs consumers that keep up)");
+        if (w.backlogBytes > 0 && w.backlogBytes < w.messageSize)
+            throw f.error("consumerBacklogSizeGB", "backlog target smaller than one message");
+        if (w.catchUpSubscriptions > 0 || w.catchUpStartBacklogGB > 0) {
+            if (w.catchUpSubscriptions < 1)
+                throw x.error("catchUpSubscriptions", "must be >= 1 when catchUpStartBacklogGB is set");
+            if (w.catchUpStartBacklogGB <= 0)
+                throw x.error("catchUpStartBacklogGB", "must be > 0 when catchUpSubscriptions is set");
+            if (w.consumerPerSubscription < 1)
+                throw f.error("consumerPerSubscription", "a mixed workload needs consumers (>= 1)");
+            if (w.backlogBytes > 0)
+                throw x.error("catchUpSubscriptions", "a mixed workload cannot be combined with consumerBacklogSizeGB > 0");
+            if (w.producerRate == 0)
+                throw x.error("catchUpSubscriptions", "a mixed workload cannot be combined with producerRate 0");
+        }
+        // echo with defaults
+        ObjectNode e = Fields.JSON.createObjectNode();
+        e.put("name", w.name);
+        e.put("topics", w.topics);
+        e.put("partitionsPerTopic", w.partitionsPerTopic);
+        e.put("keyDistributor", w.keyDistributor.name());
+        e.put("messageSize", w.messageSize);
+        e.put("useRandomizedPayloads", w.useRandomizedPayloads);
+        e.put("randomBytesRatio", w.randomBytesRatio);
+        e.put("randomizedPayloadPoolSize", w.randomizedPayloadPoolSize);
+        e.put("payloadFile", w.payloadFile);
+        e.put("subscriptionsPerTopic", w.subscriptionsPerTopic);
+        e.put("producersPerTopic", w.producersPerTopic);
+        e.put("consumerPerSubscription", w.consumerPerSubscription);
+        e.put("producerRate", w.producerRate);
+        e.put("consumerBacklogSizeGB", w.consumerBacklogSizeGB);
+        e.put("backlogDrainRatio", w.backlogDrainRatio);
+        e.put("testDurationMinutes", w.testDurationMinutes);
+        e.put("warmupDurationMinutes", w.warmupDurationMinutes);
+        if (root.has("x-streambench")) e.set("x-streambench", root.get("x-streambench"));
+        w.echo = e;
+        return w;
+    }
+
+    public long testSeconds() { return testDurationSeconds > 0 ? testDurationSeconds : testDurationMinutes * 60L; }
+
+    public long warmupSeconds() { return warmupDurationSeconds >= 0 ? warmupDurationSeconds : warmupDurationMinutes * 60L; }
+
+    public boolean mixed() { return catchUpSubscriptions > 0; }
+
+    public int totalProducers() { return topics * producersPerTopic; }
+}
