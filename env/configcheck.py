@@ -287,15 +287,15 @@ def lint_schema(schema: Mapping, where: str = "") -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m env.configcheck [CONFIG.yaml [OVERRIDES.yaml]]`: validate and print the filled config."""
+    """`python -m env.configcheck [--profile NAME|DIR]`: validate env/config.yaml (+ the profile's `config:`)
+    and print the config with every default filled in."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        base_path = Path(argv[0]) if argv else BASE_CONFIG
-        base = (_rel(base_path), load_yaml(base_path))
-        overrides = None
-        if len(argv) > 1:
-            overrides = (_rel(argv[1]), load_yaml(Path(argv[1])))
-        filled = check(base, overrides)
+        base = (_rel(BASE_CONFIG), load_yaml(BASE_CONFIG))
+        over = overrides(["snakemake", *argv], {}, environ={}) if argv else None
+        if argv and over[0].startswith("profile "):
+            raise ConfigError(f"config error: {over[0]}: profile not found (looked in env/profiles via XDG_CONFIG_DIRS)")
+        filled = check(base, over)
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 1
