@@ -1,0 +1,53 @@
+import pytest
+
+from analysis import claims
+from analysis.tests.paths import REFERENCE, STUDY_TABLES
+
+
+@pytest.mark.parametrize("printed, derived, approx, verdict", [
+    ("4.73", 4.737, False, "matches within rounding"),      # truncated by the study
+    ("5.86", 5.869, False, "matches within rounding"),      # also truncated
+    ("19.7", 19.70, False, "matches within rounding"),
+    ("164.20", 164.204, False, "matches within rounding"),
+    ("6.23", 6.053, False, "differs by -2.8%"),
+    ("300", 293.7, True, "matches within 5% (approximate number)"),
+    ("605", 293.7, True, "differs by -51.5%"),
+    ("300", 293.7, False, "differs by -2.1%"),
+    ("1", None, True, "no raw data"),
+])
+def test_verdict(printed, derived, approx, verdict):
+    assert claims.verdict(printed, derived, approx)[0] == verdict
+
+
+# (table, series, stat) -> the number study 000 printed (Tables 2-2 and 2-3, §000.6)
+PRINTED = {
+    ("2-2", "pulsar", 1, "p99"): 4.73, ("2-2", "pulsar", 2, "p99"): 10.37, ("2-2", "kafka", 1, "p99"): 11.37,
+    ("2-2", "kafka", 2, "p99"): 58.83, ("2-2", "kafka", 2, "p90"): 19.7, ("2-2", "kafka", 2, "avg"): 9.84,
+    ("2-2", "pulsar", 2, "p99.9"): 32.74, ("2-3", "pulsar", 1, "p99"): 5.86, ("2-3", "kafka", 2, "p99"): 64.62,
+    ("2-3", "kafka", 1, "p90"): 9.08, ("2-3", "pulsar", 2, "p99.9"): 33.90,
+}
+
+
+def test_rederive_tables_2_2_and_2_3_from_published_files(published_tables):
+    dv = claims.Deriver(published_tables["runs"], published_tables["stats"])
+    for (table, system, ack, stat), printed in PRINTED.items():
+        metric = "publish" if table == "2-2" else "e2e"
+        value, files = dv.latency(metric, stat, experiment="E000-LAT1", system=system, ack=ack, partitions=100,
+                                  local_durability="sync", subscriptions=1)
+        assert len(files) == 1
+        v, _ = claims.verdict(f"{printed}", value, approx=False)
+        assert v == "matches within rounding", (table, system, ack, stat, value, printed)
+
+
+def test_claims_table_counts_and_flags(published_tables):
+    cl = claims.derive(published_tables["runs"], published_tables["stats"], REFERENCE, STUDY_TABLES)
+    # 345 cells of Tables 2-2 … 2-16 + 53 study-000 rows of studies.csv not already in those tables
+    assert cl.height == 398
+    assert cl["claim_id"].n_unique() == cl.height
+    t22 = cl.filter(cl["section"] == "§000.6 Table 2-2")
+    assert t22.height == 20 and t22["verdict"].str.starts_with("matches").sum() == 20
+    # the [ambig] items stay visible
+    amb = cl.filter(cl["ambiguous"] != "")
+    assert amb.filter(amb["section"].str.contains("Table 2-15")).height == 5
+    assert amb.filter(amb["claim_id"].str.contains("max_tput_100part_2p2c:kafka:L1")).height == 1
+    assert cl.filter(cl["verdict"] == "no raw data").height == 5  # dd ×2, fsync ×2, Kafka 2000 partitions 4p

@@ -1,0 +1,64 @@
+import json
+
+import polars as pl
+import pytest
+
+from analysis import InputError, ingest
+from analysis.tests.fixtures import omb_2020, streambench, write
+
+
+def test_published_tables(published_tables):
+    t = published_tables
+    assert t["runs"].height == 124 and t["runs"]["blob_sha1"].n_unique() == 100
+    assert set(t["runs"]["source"]) == {"published"}
+    assert t["stats"].height == 248  # publish + e2e per file
+    assert t["windows"].height == t["runs"]["n_windows"].sum()
+    lat = t["runs"].filter(pl.col("experiment") == "E000-LAT1")
+    assert set(lat["n_windows"]) == {18}  # 3-min latency runs
+    # the free-text workload name is kept but never used; conflicts are listed
+    byp = t["runs"].filter(pl.col("path").str.contains("data_nosync/pulsar-100-partitions-1kb-batched-1ms-1mb-ack-1-bypass"))
+    assert byp["producers_per_topic"][0] == 2 and "producers 4" in byp["workload_name_conflicts"][0]
+
+
+def test_local_runs_and_probes(tmp_path):
+    raw = tmp_path / "raw"
+    # two repetitions, publish latencies 1..100 ms and 2..200 ms
+    write(raw / "local/kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-1.json", streambench())
+    write(raw / "local/kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-2.json",
+          streambench(publish_us=list(range(2000, 202000, 2000))))
+    write(raw / "local/probes/host-a/fio-fsync.json",
+          {"probe": "fio-fsync", "host": "host-a", "dir": "/d", "device": "nvme0", "result":
+           {"latencyUs": {"p50": 100, "p99": 2500, "p99.9": 4000, "max": 9000, "mean": 150}, "iops": 5000}})
+    t = ingest.build(None, None, raw)
+    runs = t["runs"]
+    assert runs.height == 2 and set(runs["source"]) == {"local"} and set(runs["version"]) == {"3.9.0"}
+    assert set(runs["experiment"]) == {"E000-LAT1"} and set(runs["level"]) == {"L1"}
+    s = t["stats"].filter(pl.col("metric") == "publish").sort("run_id")
+    assert set(s["method"]) == {"merged-histogram"}
+    # p50 of 1..100 ms is 50 ms (bucket top 50.015), of 2..200 ms is 100 ms (100.031)
+    assert s["p50_ms"].to_list() == pytest.approx([50.015, 100.031], abs=1e-6)
+    pr = t["probes"].filter(pl.col("key") == "latencyUs.p99")
+    assert pr["value"].to_list() == [2500.0] and pr["testbed"].to_list() == ["local"]
+
+
+def test_local_run_level_disagreeing_with_path(tmp_path):
+    raw = tmp_path / "raw"
+    p = write(raw / "local/pulsar/L2/w-1/rep-1.json", streambench(system="pulsar", level="L1"))
+    with pytest.raises(InputError) as e:
+        ingest.build(None, None, raw)
+    assert str(p) in str(e.value) and "x-streambench.cluster.level" in str(e.value)
+
+
+def test_bad_local_file_named_and_nothing_written(tmp_path):
+    raw = tmp_path / "raw"
+    d = omb_2020(); d["publishRate"] = d["publishRate"][:1]
+    p = write(raw / "local/kafka/L3/w-1/rep-1.json", d)
+    out = tmp_path / "derived"
+    rc = ingest.main(["--raw", str(raw), "--out", str(out)])
+    assert rc == 2 and not out.exists()
+
+
+def test_write_atomic(tmp_path, published_tables):
+    ingest.write_atomic(published_tables, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.parquet" for k in published_tables)
+    assert pl.read_parquet(tmp_path / "runs.parquet").height == 124

@@ -1,0 +1,55 @@
+import csv
+
+import polars as pl
+import pytest
+import yaml
+
+from analysis import ingest, report
+from analysis.tests.fixtures import streambench, write
+from analysis.tests.paths import MANIFEST, REFERENCE, STUDY_TABLES
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, mirror):
+    tmp = tmp_path_factory.mktemp("rep")
+    raw = tmp / "raw"
+    for rep, scale in ((1, 1), (2, 2), (3, 3)):
+        write(raw / f"local/pulsar/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-{rep}.json",
+              streambench(publish_us=[v * scale for v in range(1000, 101000, 1000)], system="pulsar", version="4.0.1"))
+    ingest.write_atomic(ingest.build(mirror, MANIFEST, raw), tmp / "derived")
+    rc = report.main(["--derived", str(tmp / "derived"), "--reference", str(REFERENCE), "--study-tables", str(STUDY_TABLES),
+                      "--tables", str(tmp / "tables"), "--variables", str(tmp / "_variables.yml"), "--testbed", "local"])
+    assert rc == 0
+    return tmp
+
+
+def test_every_table_id_written(built):
+    names = {p.name for p in (built / "tables").iterdir()}
+    for tid in report.TABLE_IDS:
+        assert f"{tid}.csv" in names and f"{tid}.md" in names
+    assert not any(n.endswith(".tmp") for n in names)
+
+
+def test_latency_table_has_published_and_local_rows(built):
+    rows = list(csv.DictReader(open(built / "tables" / "latency-publish-1sub-sync.csv")))
+    pub = {r["series"]: r for r in rows if r["testbed"] == "aws i3en.2xlarge (study 000)"}
+    assert float(pub["kafka-ack-all"]["p99_ms"]) == pytest.approx(58.83) and pub["kafka-ack-all"]["study_p99_ms"] == "58.83"
+    loc = [r for r in rows if r["testbed"] == "local"]
+    assert len(loc) == 1 and loc[0]["series"] == "pulsar-ack-2" and loc[0]["runs"] == "3"
+    # median of the three runs' p99 (99, 198, 297 ms, HdrHistogram bucket tops) and a bootstrap CI around it
+    assert float(loc[0]["p99_ms"]) == pytest.approx(198.0, rel=2e-3)
+    assert float(loc[0]["p99_ci_low_ms"]) <= float(loc[0]["p99_ms"]) <= float(loc[0]["p99_ci_high_ms"])
+
+
+def test_variables(built):
+    v = yaml.safe_load(open(built / "_variables.yml"))
+    assert v["published"]["files"] == 124 and v["published"]["distinct_files"] == 100
+    assert v["claims"]["total"] == v["claims"]["matched"] + v["claims"]["differ"] + v["claims"]["no_data"]
+    assert v["local"]["runs"] == 3 and v["versions"]["pulsar"] == "4.0.1" and v["versions"]["kafka"] == "n/a"
+    assert v["testbed"]["cpu"] == "n/a"
+    assert v["derived"]["e2e_p99_1sub_sync_kafka_ack_all"] == 64.62
+
+
+def test_claims_md_lists_ambiguities(built):
+    md = (built / "tables" / "claims.md").read_text()
+    assert "studies.md [ambig]" in md and "no raw data" in md
