@@ -35,6 +35,7 @@ FAKE_VARIABLES = {
         "e2e_p99_10sub_async_kafka_ack_all", "e2e_p99_10sub_async_pulsar_ack_2",
         "catchup_peak_bypass_journal_pulsar_ack2_mmsgps", "catchup_peak_bypass_journal_kafka_ack2_mmsgps",
         "catchup_peak_nosync_pulsar_ack2_mmsgps", "catchup_peak_nosync_kafka_ack2_mmsgps",
+        "maxtput_100p_2prod_async_pulsar_ack_2_mibps",
     ]},
 }
 
