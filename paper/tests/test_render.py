@@ -118,3 +118,28 @@ def test_render_from_real_analysis_outputs(tmp_path):
     shutil.copy(PAPER / "_variables.yml", paper / "_variables.yml")
     outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
     check_outputs(outs, tmp_path)
+
+
+def test_quarto_path_checks_first_then_calls_quarto(fake_paper, tmp_path, monkeypatch):
+    """The Quarto branch with a stand-in `quarto` on PATH (Quarto itself exists only under Nix)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls.txt"
+    (bindir / "quarto").write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {calls}\n'
+        '[ "$1" = render ] || exit 3\n'
+        'mkdir -p "$2/_build" && echo "<html>" > "$2/_build/paper.html" && echo "%PDF-" > "$2/_build/paper.pdf"\n')
+    (bindir / "quarto").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert render.choose("auto") == "quarto"
+    outs = render.render(fake_paper, renderer="auto", durability=ROOT / "systems" / "durability.yaml")
+    assert outs["pdf"] == fake_paper / "_build" / "paper.pdf" and outs["pdf"].read_text() == "%PDF-\n"
+    assert calls.read_text().split() == ["render", str(fake_paper)]
+    assert (fake_paper / "_generated" / "fig-maxtput.md").exists()  # prepared before Quarto runs
+    # an unknown var stops the Quarto path before Quarto runs, with the same error as the pandoc path
+    calls.unlink()
+    (fake_paper / "paper.qmd").write_text("{{< var no.such >}}\n")
+    with pytest.raises(render.RenderError, match=r"paper\.qmd:1: .*'no\.such'"):
+        render.render(fake_paper, renderer="quarto")
+    assert not calls.exists()
