@@ -8,6 +8,7 @@ Exit status 1 when any lint is left, with one line per lint (where, what); 0 oth
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 import subprocess
 import sys
@@ -57,7 +58,8 @@ def remaining(lints: Sequence[Lint]) -> list[Lint]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cmd = [sys.executable, "-m", "snakemake", "--lint", *(sys.argv[1:] if argv is None else argv)]
+    snakemake = shutil.which("snakemake")  # the shell's; the Nix shell has no snakemake module in its Python
+    cmd = [*([snakemake] if snakemake else [sys.executable, "-m", "snakemake"]), "--lint", *(sys.argv[1:] if argv is None else argv)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     report = proc.stdout + proc.stderr
     lints = parse(report)

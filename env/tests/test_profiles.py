@@ -1,14 +1,12 @@
 """Profiles resolve by bare name from the repository root; bad config stops Snakemake before any rule runs."""
 
 import os
-import sys
 
 import pytest
 
-from env.tests.support import ROOT, run
+from env.tests.support import ROOT, SNAKEMAKE, run
 
 pytestmark = pytest.mark.slow
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]  # the venv's (or the Nix shell's) Snakemake
 
 
 def error_lines(stderr):
