@@ -329,7 +329,8 @@ def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
         _run([pandoc, str(html_md), *common, "--to=html5", "--toc", "--embed-resources",
               *([f"--css={css}"] if css.exists() else []), "--metadata=lang:en", f"--output={html_tmp}"],
              "pandoc (HTML)")
-        _run([pandoc, str(typ_md), *common, "--to=typst", f"--variable=header-includes:{_TYPST_HEADER}",
+        # --columns: pipe tables are not "wide", so typst sizes the columns to their content
+        _run([pandoc, str(typ_md), *common, "--to=typst", "--columns=10000", f"--variable=header-includes:{_TYPST_HEADER}",
               "--variable=papersize:a4", f"--output={typ}"], "pandoc (typst)")
         import typst
         try:
