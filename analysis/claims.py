@@ -96,7 +96,10 @@ def table_claims(dv: Deriver, tables_csv=TABLES_CSV):
             amb = AMBIG[("2-15", "pulsar", 100)] if (r["table"] == "2-15" and r["system"] == "pulsar" and part == 100) else ""
             how = (f"{'OMB aggregated quantile map' if r['stat'] != 'avg' else 'aggregated average'} "
                    f"({r['metric']}), first percentile key ≥ {r['stat'][1:] if r['stat'] != 'avg' else ''}".rstrip(", ≥ "))
-            out.append(_row(f"T{r['table']}:{series}-{part}:{r['stat']}", f"§000.6 Table {r['table']}", r["experiment"],
+            section = f"§000.6 Table {r['table']}"
+            if r["metric"] == "e2e" and r["stat"] == "p99" and r["table"] in ("2-3", "2-5", "2-8", "2-10"):
+                section += " (also Table 1-2)" if r["table"] in ("2-3", "2-5") else " (also Table 1-3)"
+            out.append(_row(f"T{r['table']}:{series}-{part}:{r['stat']}", section, r["experiment"],
                             r["system"], f"{local}-local;{series};{part}part;{r['subscriptions']}sub",
                             f"{r['metric']}_{r['stat']}", "ms", r["value"], val, files, how, ambiguous=amb))
     return out

@@ -32,6 +32,20 @@ def _empty(msg):
     return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=400, height=60)
 
 
+def _ceilings(d, ref):
+    """Disk write ceilings in MiB/s: study 000's dd figures (per disk and both disks) and our probes."""
+    out = []
+    with open(ref, newline="") as f:
+        dd = [float(r["value"]) for r in csv.DictReader(f) if r["study"] == "000" and r["experiment"] == "dd_probe"]
+    if dd:
+        out.append((PUBLISHED_TESTBED_LABEL, "dd, one disk (journal)", min(dd) * 1e6 / 2 ** 20))
+        out.append((PUBLISHED_TESTBED_LABEL, "dd, both disks", sum(dd) * 1e6 / 2 ** 20))
+    w = d["probes"].filter(pl.col("key") == "writeMBps")
+    for (tb,), g in w.group_by(["testbed"]):
+        out.append((tb, "probe, best disk write", g["value"].max() * 1e6 / 2 ** 20))
+    return out
+
+
 def fig_maxtput(d, ref):
     runs = report.distinct(d["runs"].filter(pl.col("experiment").str.starts_with("E000-MT")))
     df = runs.with_columns(
@@ -39,19 +53,28 @@ def fig_maxtput(d, ref):
          + pl.col("consumers_per_subscription").cast(pl.Utf8) + "c").alias("shape"),
         (pl.col("series") + " " + pl.col("local_durability")).alias("config")).select(
         "testbed_label", "shape", "series", "local_durability", "config", "level", "publish_mean_mibps")
-    ch = alt.Chart(_rows(df)).mark_bar().encode(
+    rows = [{**r, "kind": "run"} for r in df.to_dicts()]
+    for tb, label, mibps in _ceilings(d, ref):
+        for shape in sorted(set(df.filter(pl.col("testbed_label") == tb)["shape"].to_list())):
+            rows.append({"kind": "ceiling", "testbed_label": tb, "shape": shape, "ceiling": label, "ceiling_mibps": mibps})
+    base = alt.Chart(alt.Data(values=rows))
+    bars = base.transform_filter(alt.datum.kind == "run").mark_bar().encode(
         x=alt.X("series:N", title=None), xOffset="local_durability:N",
         y=alt.Y("median(publish_mean_mibps):Q", title="publish throughput (MiB/s)"),
         color=alt.Color("local_durability:N", title="local durability"),
-        tooltip=["testbed_label:N", "shape:N", "config:N", "level:N", "median(publish_mean_mibps):Q"],
-    ).properties(width=W, height=H).facet(column=alt.Column("shape:N", title=None), row=alt.Row("testbed_label:N", title=None))
+        tooltip=["testbed_label:N", "shape:N", "config:N", "level:N", "median(publish_mean_mibps):Q"])
+    rules = base.transform_filter(alt.datum.kind == "ceiling").mark_rule(strokeDash=[4, 3], color="black").encode(
+        y="ceiling_mibps:Q", tooltip=["ceiling:N", "ceiling_mibps:Q"])
+    ch = alt.layer(bars, rules).properties(width=W, height=H).facet(
+        column=alt.Column("shape:N", title=None), row=alt.Row("testbed_label:N", title=None))
     n = df.height
     cap = ("Maximum publish throughput by partitions × producers, local durability (sync / async / Pulsar journal "
            "bypass) and acknowledgement level; bar = median over runs of the mean 10-s publish rate, in MiB/s "
-           "(the study's MB/s).")
+           "(the study's MB/s). Dashed lines: disk write ceilings (study 000's dd result for one disk and for both "
+           "disks; this project's best probed disk write when present).")
     alt_text = (f"Grouped bar chart from {n} runs: one panel per partition/producer shape, bars per series and local "
-                "durability. Pulsar stays near 294 MiB/s unless its journal is bypassed; Kafka varies with partitions "
-                "and acks.") if n else "No max-throughput runs."
+                "durability, dashed disk-ceiling lines. Pulsar stays at the one-disk ceiling unless its journal is "
+                "bypassed; Kafka varies with partitions and acks.") if n else "No max-throughput runs."
     return ch, cap, alt_text
 
 
@@ -131,15 +154,16 @@ def fig_mixed(d, ref):
             long.append({"config": cfg, "system": r["system"], "source": "study 000 Table 1-4 (printed)", "p99": r["study_publish_p99_ms"]})
         if r.get("publish_p99_ms") is not None:
             long.append({"config": cfg, "system": r["system"], "source": f"{r['testbed']}: {r['source']}", "p99": r["publish_p99_ms"]})
-    ch = alt.Chart(alt.Data(values=long)).mark_bar().encode(
+    ch = alt.Chart(alt.Data(values=long)).mark_point(filled=True, size=90).encode(
         x=alt.X("system:N", title=None), xOffset="source:N",
         y=alt.Y("p99:Q", scale=alt.Scale(type="log"), title="p99 publish latency (ms)"),
-        color=alt.Color("source:N", legend=alt.Legend(orient="bottom", direction="vertical")),
+        color=alt.Color("source:N", legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0)),
+        shape="source:N", tooltip=["config:N", "system:N", "source:N", "p99:Q"],
     ).properties(width=120, height=H).facet(column=alt.Column("config:N", title=None))
     cap = ("Mixed workload (study 000 Table 1-4): p99 publish latency while a catch-up consumer reads the backlog. "
            "No mixed-workload files were published: the study's printed numbers are drawn beside the p99 of the "
            "catch-up run of the same level (an assumption) and this project's mixed runs when present.")
-    return ch, cap, f"Grouped bar chart (log scale) of p99 publish latency, {len(long)} bars, by durability and system."
+    return ch, cap, f"Dot plot (log scale) of p99 publish latency, {len(long)} points, by durability and system."
 
 
 def fig_fsync(d, ref):

@@ -196,6 +196,10 @@ def runs_table(d):
     return ["source", "experiment", "system", "runs", "files", "distinct_files", "testbeds"], rows
 
 
+# the text versions of wide tables keep the columns a reader needs (the .csv has every column)
+MD_COLUMNS = {"claims": ["claim_id", "section", "unit", "printed", "derived", "verdict", "ambiguous", "note"]}
+
+
 def fmt(v):
     if v is None:
         return ""
@@ -325,7 +329,7 @@ def main(argv=None):
         return 2
     for tid, (cols, rows) in tables.items():
         write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rows))
-        write_text_atomic(a.tables / f"{tid}.md", to_md(cols, rows))
+        write_text_atomic(a.tables / f"{tid}.md", to_md(MD_COLUMNS.get(tid, cols), rows))
     write_text_atomic(a.variables, yaml.safe_dump(variables(d, cl, tables, a.testbed), sort_keys=False, allow_unicode=True))
     print(f"{len(tables)} tables; claims {cl.height}")
     return 0

@@ -1,0 +1,91 @@
+"""Benchmark: the 124 published files -> every table, claims, _variables.yml and every figure (svg/png/pdf).
+
+    .venv/bin/python analysis/bench/pipeline.py [--runs 3] [--mirror ../shared/published/streamnative-2020] [--cli]
+
+Each run starts from the raw files (a fresh temp directory): checked copy from the mirror, ingest to parquet,
+tables + claims + variables, ten figures. Prints each stage's time and the median over runs (wall and CPU).
+With --cli it also times the Snakemake path once (one process per rule, as `snakemake -c2` runs them).
+Target: <= 30 s on the 2-core box.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from analysis import figures, ingest, published, report  # noqa: E402
+
+MANIFEST = REPO / "analysis" / "published" / "streamnative-2020.tsv"
+REFERENCE = REPO / "data" / "reference" / "studies.csv"
+
+
+def one_run(mirror: Path) -> dict:
+    t = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        w0, c0 = time.perf_counter(), time.process_time()
+        published.fetch(MANIFEST, tmp / "published", mirror=mirror)
+        t["fetch"] = time.perf_counter() - w0
+        w = time.perf_counter()
+        ingest.write_atomic(ingest.build(tmp / "published", MANIFEST, REPO / "data" / "raw"), tmp / "derived")
+        t["ingest"] = time.perf_counter() - w
+        w = time.perf_counter()
+        assert report.main(["--derived", str(tmp / "derived"), "--reference", str(REFERENCE), "--tables",
+                            str(tmp / "tables"), "--variables", str(tmp / "_variables.yml")]) == 0
+        t["tables"] = time.perf_counter() - w
+        w = time.perf_counter()
+        d = report.load(tmp / "derived", names=("runs", "windows", "stats", "probes"))
+        for fid in figures.FIGURE_IDS:
+            figures.render(d, REFERENCE, fid, tmp / "figures")
+        t["figures"] = time.perf_counter() - w
+        t["total"] = time.perf_counter() - w0
+        t["cpu"] = time.process_time() - c0
+        n = len(list((tmp / "figures").glob("*.svg"))), len(list((tmp / "tables").glob("*.md")))
+        assert n == (10, 15), n
+    return t
+
+
+def cli_run(mirror: Path) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        wd = Path(tmp)
+        (wd / "data" / "reference").mkdir(parents=True)
+        (wd / "data" / "reference" / "studies.csv").symlink_to(REFERENCE)
+        (wd / "analysis").symlink_to(REPO / "analysis")
+        (wd / "config.yaml").write_text(f"published: {{mirror: '{mirror}'}}\nanalysis: {{}}\n")
+        (wd / "Snakefile").write_text('configfile: "config.yaml"\nALL_TARGETS = []\ninclude: "analysis/rules.smk"\n'
+                                      "rule all:\n    input: ALL_TARGETS\n    default_target: True\n")
+        env = dict(os.environ, PYTHONPATH=str(REPO), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        w = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "-c2", "-q", "all"], cwd=wd, env=env, check=True,
+                       capture_output=True)
+        return time.perf_counter() - w
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mirror", type=Path, default=REPO / ".." / "shared" / "published" / "streamnative-2020")
+    ap.add_argument("--cli", action="store_true", help="also time `snakemake -c2 all` of the analysis rules once")
+    a = ap.parse_args()
+    mirror = a.mirror.resolve()
+    results = []
+    for i in range(a.runs):
+        t = one_run(mirror)
+        results.append(t)
+        print(f"run {i + 1}: " + "  ".join(f"{k} {v:.2f}s" for k, v in t.items()), flush=True)
+    print("median: " + "  ".join(f"{k} {statistics.median(r[k] for r in results):.2f}s" for k in results[0]))
+    if a.cli:
+        print(f"snakemake -c2 (analysis targets, 13 jobs): {cli_run(mirror):.2f}s wall")
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (shared machine)")
+
+
+if __name__ == "__main__":
+    main()
