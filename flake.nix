@@ -97,9 +97,10 @@
           version = "0.1.0";
           inherit src;
           nativeBuildInputs = [ pkgs.quarto pkgs.typst (pythonFor pkgs) ];
+          # the same command as the paper rule of paper/rules.smk
           buildPhase = ''
-            export HOME=$TMPDIR
-            quarto render paper --to typst
+            export HOME=$TMPDIR PYTHONPATH=$PWD:$PWD/hw-probes
+            python -m paper.render --paper paper --renderer quarto
           '';
           installPhase = ''
             mkdir -p $out
