@@ -127,8 +127,8 @@ def durability_table(path: Path) -> str:
         if k is None:
             kafka = "n/a (no journal to bypass)"
         elif isinstance(k, dict):
-            kafka = ", ".join(x for x in (_settings({"replication.factor": k.get("replicationFactor")} if k.get("replicationFactor") else None),
-                                          _settings(k.get("producer")), _settings(k.get("topic"))) if x)
+            rf = {"replication.factor": k["replicationFactor"]} if k.get("replicationFactor") else None
+            kafka = ", ".join(x for x in (_settings(rf), _settings(k.get("producer")), _settings(k.get("topic"))) if x)
         else:
             raise RenderError(f"{where}.kafka' is not a mapping or null")
         p = lv["pulsar"]
@@ -236,13 +236,14 @@ _REF = re.compile(r"(?<![\w@\\])@((?:fig|tbl)-[\w-]*\w)")
 
 def crossref(md: str, fmt: str, source: str = MAIN) -> str:
     """Number figures and tables in document order and resolve @fig-/@tbl- references for `fmt`."""
-    figs = {m.group(3): n for n, m in enumerate(_FIG_DEF.finditer(md), 1)}
-    tbls = {m.group(3): n for n, m in enumerate(_TBL_DEF.finditer(md), 1)}
-    for ids, kind in ((figs, "figure"), (tbls, "table")):
-        seen = [m.group(3) for m in (_FIG_DEF if kind == "figure" else _TBL_DEF).finditer(md)]
-        dup = {i for i in seen if seen.count(i) > 1}
+    fig_ids = [m.group(3) for m in _FIG_DEF.finditer(md)]
+    tbl_ids = [m.group(3) for m in _TBL_DEF.finditer(md)]
+    for ids, kind in ((fig_ids, "figure"), (tbl_ids, "table")):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
-            raise RenderError(f"{source}: {kind} id {sorted(dup)[0]} is defined twice")
+            raise RenderError(f"{source}: {kind} id {dup[0]} is defined twice")
+    figs = {i: n for n, i in enumerate(fig_ids, 1)}
+    tbls = {i: n for n, i in enumerate(tbl_ids, 1)}
 
     def ref(m):
         key = m.group(1)

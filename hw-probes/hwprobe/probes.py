@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -150,9 +151,8 @@ def _run(cmd: list[str], timeout_s: float, what: str) -> subprocess.CompletedPro
 
 
 def tool_version(name: str) -> str | None:
-    exe = _tool(name)
-    arg = "--version"
-    proc = subprocess.run([exe, arg], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    proc = subprocess.run([_tool(name), "--version"], capture_output=True, text=True,
+                          env=dict(os.environ, LC_ALL="C"))
     first = (proc.stdout or proc.stderr).strip().splitlines()
     return first[0].strip() if first else None
 
@@ -178,7 +178,6 @@ def envelope(probe: str, host: str, directory: str | None, params: dict, result:
 
 def probe_host(host: str, directory: str | None) -> dict:
     started = now_iso()
-    import platform
     return envelope("host", host, directory, {}, sysinfo.host_facts(),
                     {"name": "python", "version": platform.python_version()}, started)
 
