@@ -79,8 +79,7 @@ def fig_maxtput(d, ref):
 
 
 def _latency(d, metric, sub):
-    exp = "E000-LAT1" if sub == "1sub" else "E000-LAT2"
-    runs = report.distinct(d["runs"].filter((pl.col("experiment") == exp) & (pl.col("partitions") == 100)))
+    runs = report.latency_runs(d["runs"], 1 if sub == "1sub" else 10, partitions=100)
     j = runs.join(d["stats"].filter(pl.col("metric") == metric), on="run_id")
     long = j.select("testbed_label", "series", "local_durability", *STAT_LABEL).unpivot(
         index=["testbed_label", "series", "local_durability"], variable_name="stat", value_name="ms").with_columns(
@@ -102,7 +101,7 @@ def _latency(d, metric, sub):
 
 
 def fig_timeline(d, ref):
-    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-LAT1"))
+    runs = report.latency_runs(d["runs"], 1, partitions=100)
     w = d["windows"].join(runs.select("run_id", "testbed_label", "series", "local_durability"), on="run_id")
     ch = alt.Chart(_rows(w.select("testbed_label", "series", "local_durability", "t_s", "publish_p99_ms"))).mark_line().encode(
         x=alt.X("t_s:Q", title="time after warm-up (s)"),
@@ -116,7 +115,7 @@ def fig_timeline(d, ref):
 
 
 def fig_sweep(d, ref):
-    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-LAT3"))
+    runs = report.latency_runs(d["runs"], 1)
     j = runs.join(d["stats"].filter(pl.col("metric").is_in(["publish", "e2e"])), on="run_id").with_columns(
         (pl.col("local_durability") + " local, ack-" + pl.col("ack").cast(pl.Utf8)).alias("durability"))
     ch = alt.Chart(_rows(j.select("testbed_label", "system", "durability", "metric", "partitions", "p99_ms"))).mark_line(point=True).encode(

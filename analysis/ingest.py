@@ -32,7 +32,8 @@ RUNS_SCHEMA = {
     "driver": pl.Utf8, "workload_name_conflicts": pl.Utf8, "n_windows": pl.Int64,
     "publish_mean_msgps": pl.Float64, "publish_mean_mibps": pl.Float64, "consume_peak_msgps": pl.Float64,
     "consume_peak_gibps": pl.Float64, "drain_mean_msgps": pl.Float64, "backlog_max_msgs": pl.Float64,
-    "mixed_publish_p99_ms": pl.Float64, "path": pl.Utf8, "url": pl.Utf8, "blob_sha1": pl.Utf8, "bytes": pl.Int64,
+    "mixed_publish_p99_ms": pl.Float64, "effective_partitions": pl.Int64, "effective_rate_msgps": pl.Float64,
+    "path": pl.Utf8, "url": pl.Utf8, "blob_sha1": pl.Utf8, "bytes": pl.Int64,
 }
 STATS_SCHEMA = {"run_id": pl.Utf8, "metric": pl.Utf8, "method": pl.Utf8, "avg_ms": pl.Float64, "p50_ms": pl.Float64,
                 "p90_ms": pl.Float64, "p99_ms": pl.Float64, "p99_9_ms": pl.Float64, "max_ms": pl.Float64}
@@ -79,7 +80,7 @@ def _conflicts(lab: dict, workload: str) -> str:
 def _run_rows(run_id, lab, r, prov):
     w = r["windows"]
     n = r["n_windows"]
-    size = lab.get("message_size_bytes") or r["meta"].get("messageSize") or 1024
+    size = r["meta"].get("messageSize") or lab.get("message_size_bytes") or 1024  # the bytes actually sent
     pub_mean = stats.mean(w["publishRate"]) if n else None
     cons_peak = max(w["consumeRate"]) if n else None
     drain, _ = stats.drain_rate(w["backlog"], w["consumeRate"]) if n else (None, 0)
@@ -155,25 +156,17 @@ def ingest_raw(raw: Path):
         cluster = x.get("cluster") or {}
         wl = x.get("workload") or {}
         meta = r["meta"]
-        # the workload echo and OMB's own fields are authoritative for the workload shape
-        for key, src in (("topics", meta.get("topics")), ("partitions", meta.get("partitions")),
-                         ("producers_per_topic", meta.get("producersPerTopic")),
-                         ("consumers_per_subscription", meta.get("consumersPerTopic")),
-                         ("message_size_bytes", meta.get("messageSize")),
-                         ("subscriptions", wl.get("subscriptionsPerTopic")),
-                         ("producer_rate_msgps", wl.get("producerRate")),
-                         ("backlog_gb", wl.get("consumerBacklogSizeGB"))):
-            if src is not None:
-                lab[key] = src
-        lab.setdefault("subscriptions", 1)
+        # labels are the nominal (study) shape from the path; the run's effective, possibly scaled, values are kept
+        lab["effective_partitions"] = meta.get("partitions")
+        lab["effective_rate_msgps"] = wl.get("producerRate")
+        lab.setdefault("subscriptions", wl.get("subscriptionsPerTopic") or 1)
         if cluster:
             for key in ("system", "level"):
                 v = cluster.get(key)
                 if v is not None and str(v).split("-")[0] != str(lab[key]).split("-")[0]:
                     raise InputError(p, f"x-streambench.cluster.{key}", f"{v!r} disagrees with the path ({lab[key]!r})")
         lab["version"] = str(cluster.get("version") or "n/a")
-        lab["tuning"] = str(cluster.get("tuning") or "n/a")
-        lab["experiment"] = str((wl.get("x-streambench") or {}).get("experiment") or _guess_experiment(lab, x))
+        lab["tuning"] = str(cluster.get("tuning") or lab.get("tuning") or "n/a")
         if (x.get("mixed") or {}).get("during"):
             lab["mixed_publish_p99_ms"] = ((x["mixed"]["during"].get("publishLatencyMs") or {}).get("p99"))
         data = p.read_bytes()
@@ -184,22 +177,6 @@ def ingest_raw(raw: Path):
             a["drain_mean_msgps"] = float(bl["drainRateMsgs"])
         rows.append(a); wins += b; sts += c; qs += d
     return rows, wins, sts, qs
-
-
-def _guess_experiment(lab, x):
-    """Experiment id of a local run from its workload shape (study 000's experiment table)."""
-    if x.get("mixed"):
-        return "E000-MIX"
-    if (lab.get("backlog_gb") or 0) > 0:
-        return "E000-CU"
-    if not lab.get("producer_rate_msgps"):
-        p = lab.get("partitions")
-        return {1: "E000-MT4" if lab.get("producers_per_topic") == 1 else "E000-MT3", 2000: "E000-MT2"}.get(p, "E000-MT1")
-    if (lab.get("subscriptions") or 1) > 1:
-        return "E000-LAT2"
-    if lab.get("partitions") not in (None, 100):
-        return "E000-LAT3"
-    return "E000-LAT1"
 
 
 def ingest_probes(raw: Path):

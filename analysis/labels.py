@@ -101,18 +101,76 @@ def parse_published_path(rel: str) -> dict:
     }
 
 
-_RAW = re.compile(r"^(?P<testbed>[A-Za-z0-9_.-]+)/(?P<system>kafka|pulsar)/(?P<level>L[1-4](?:-bypass)?)/"
-                  r"(?P<workload>[A-Za-z0-9_.-]+)/rep-(?P<rep>\d+)\.json$")
-_WL = re.compile(r"(?P<topics>\d+)-topics?-(?P<partitions>\d+)-partitions?-(?P<size>\d+)(?P<unit>b|kb)"
-                 r"-(?P<p>\d+)p-(?P<c>\d+)c(?:-(?P<rate>\d+k|max))?")
+_RAW = re.compile(r"^(?P<testbed>[A-Za-z0-9_.-]+)/(?P<system>kafka|pulsar)/(?P<level>L[1-4](?:-bypass)?)"
+                  r"(?:\+(?P<tuning>[A-Za-z0-9_.+-]+))?/(?P<workload>[A-Za-z0-9_.+-]+)/rep-(?P<rep>\d+)\.json$")
+# workloads/omb file names: 1-topic-100-partitions-1kb-2p-2c-10sub-200k(-backlog|-mixed), ...-max, [--rate-N]
+_WL = re.compile(r"^(?P<topics>\d+)-topics?-(?P<partitions>\d+)-partitions?-(?P<size>\d+)(?P<unit>b|kb)"
+                 r"-(?P<p>\d+)p-(?P<c>\d+)c(?P<rest>[A-Za-z0-9_.-]*?)(?:--rate-(?P<rate>\d+))?$")
 _LEVEL_LOCAL = {"L1": ("sync", 2), "L2": ("async", 2), "L3": ("sync", 1), "L4": ("async", 1)}
 
 
+def experiment_of(w: dict) -> str:
+    """Study 000 experiment id of a workload shape (from its file name), or 'other' (other studies' shapes)."""
+    if w.get("message_size_bytes") != 1024 or w.get("topics") != 1:
+        return "other"
+    p, prod, cons = w["partitions"], w["producers_per_topic"], w["consumers_per_subscription"]
+    if w.get("max_rate"):
+        if prod == cons == 2 and p == 100:
+            return "E000-MT1"
+        if p == 2000 and prod == cons and prod in (2, 4):
+            return "E000-MT2"
+        if p == 1 and prod == cons == 2:
+            return "E000-MT3"
+        if p == 1 and prod == cons == 1:
+            return "E000-MT4"
+        return "other"
+    if prod != 2 or cons != 2:
+        return "other"
+    if w.get("kind") == "backlog" and p == 100:
+        return "E000-CU"
+    if w.get("kind") == "mixed" and p == 100:
+        return "E000-MIX"
+    if w.get("kind"):
+        return "other"
+    if w.get("subscriptions") == 10 and p == 100:
+        return "E000-LAT2"
+    if w.get("subscriptions") == 1:
+        return "E000-LAT1" if p == 100 else "E000-LAT3"
+    return "other"
+
+
+def parse_workload_id(name: str) -> dict:
+    """Nominal workload shape from a workloads/omb file name (the study's sizes, before any scaling)."""
+    m = _WL.match(name)
+    if not m:
+        return {}
+    g = m.groupdict()
+    rest = g["rest"] or ""
+    out = {"topics": int(g["topics"]), "partitions": int(g["partitions"]),
+           "message_size_bytes": int(g["size"]) * (1024 if g["unit"] == "kb" else 1),
+           "producers_per_topic": int(g["p"]), "consumers_per_subscription": int(g["c"]),
+           "max_rate": rest.endswith("-max"), "subscriptions": 1, "kind": None}
+    sm = re.search(r"-(\d+)sub\b", rest)
+    if sm:
+        out["subscriptions"] = int(sm.group(1))
+    rm = re.search(r"-(\d+)k(?:-|$)", rest)
+    if rm:
+        out["producer_rate_msgps"] = int(rm.group(1)) * 1000
+    if g["rate"]:
+        out["producer_rate_msgps"] = int(g["rate"])
+    if out["max_rate"]:
+        out["producer_rate_msgps"] = 0
+    for kind in ("backlog", "mixed"):
+        if re.search(rf"-{kind}(?:-|$)", rest):
+            out["kind"] = kind
+    return out
+
+
 def parse_raw_path(rel: str) -> dict:
-    """Labels of one of this project's runs from ``<testbed>/<system>/<level>/<workload>/rep-<n>.json``."""
+    """Labels of one of this project's runs from ``<testbed>/<system>/<level>[+<tuning>]/<workload>/rep-<n>.json``."""
     m = _RAW.match(rel)
     if not m:
-        raise InputError(rel, "path", "expected <testbed>/<system>/<L1..L4[-bypass]>/<workload>/rep-<n>.json")
+        raise InputError(rel, "path", "expected <testbed>/<system>/<L1..L4[-bypass]>[+<tuning>]/<workload>/rep-<n>.json")
     g = m.groupdict()
     base = g["level"].split("-")[0]
     local, ack = _LEVEL_LOCAL[base]
@@ -121,12 +179,16 @@ def parse_raw_path(rel: str) -> dict:
             raise InputError(rel, "level", f"{g['level']} exists only for Pulsar at L2/L4")
         local = "bypass"
     out = {"source": "local", "study": "000", "system": g["system"], "level": base, "local_durability": local,
-           "ack": ack, "series": series_name(g["system"], ack), "testbed": g["testbed"],
+           "ack": ack, "series": series_name(g["system"], ack), "testbed": g["testbed"], "tuning": g["tuning"],
            "testbed_label": g["testbed"], "repetition": int(g["rep"]), "workload_file": g["workload"]}
-    w = _WL.search(g["workload"])
+    w = parse_workload_id(g["workload"])
     if w:
-        wg = w.groupdict()
-        out.update(topics=int(wg["topics"]), partitions=int(wg["partitions"]),
-                   message_size_bytes=int(wg["size"]) * (1024 if wg["unit"] == "kb" else 1),
-                   producers_per_topic=int(wg["p"]), consumers_per_subscription=int(wg["c"]))
+        out.update({k: v for k, v in w.items() if k not in ("max_rate", "kind")})
+        out["experiment"] = experiment_of(w)
+        if w.get("kind") == "backlog":
+            out["backlog_gb"] = 512.0
+    else:
+        out["experiment"] = "other"
+    if out["experiment"] == "other":
+        out["study"] = "other"
     return out

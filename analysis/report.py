@@ -39,7 +39,16 @@ def load(derived: Path, names=("runs", "windows", "stats", "quantiles", "probes"
 
 def distinct(runs: pl.DataFrame) -> pl.DataFrame:
     """One row per distinct result file (published duplicates share a blob SHA-1)."""
-    return runs.unique(subset=["testbed", "experiment", "blob_sha1"], keep="first", maintain_order=True)
+    return runs.unique(subset=["testbed", "blob_sha1"], keep="first", maintain_order=True)
+
+
+def latency_runs(runs: pl.DataFrame, subscriptions: int, partitions: int | None = None) -> pl.DataFrame:
+    """Fixed-rate latency runs: E000-LAT1 and the partition sweep E000-LAT3 share the 100-partition point."""
+    exps = ["E000-LAT1", "E000-LAT3"] if subscriptions == 1 else ["E000-LAT2"]
+    df = runs.filter(pl.col("experiment").is_in(exps) & (pl.col("subscriptions") == subscriptions))
+    if partitions is not None:
+        df = df.filter(pl.col("partitions") == partitions)
+    return distinct(df)
 
 
 def cell(values):
@@ -49,9 +58,8 @@ def cell(values):
     return st.median(vals), lo, hi, len(vals)
 
 
-def latency_rows(d, metric, experiment, local, partitions=100):
-    runs = distinct(d["runs"].filter((pl.col("experiment") == experiment) & (pl.col("local_durability") == local)
-                                     & (pl.col("partitions") == partitions)))
+def latency_rows(d, metric, subscriptions, local, partitions=100):
+    runs = latency_runs(d["runs"], subscriptions, partitions).filter(pl.col("local_durability") == local)
     s = d["stats"].filter(pl.col("metric") == metric)
     j = runs.join(s, on="run_id", how="inner")
     rows = []
@@ -66,8 +74,7 @@ def latency_rows(d, metric, experiment, local, partitions=100):
 
 
 def latency_table(d, mid, sub, dur, study_rows):
-    exp = "E000-LAT1" if sub == "1sub" else "E000-LAT2"
-    rows = latency_rows(d, mid, exp, dur)
+    rows = latency_rows(d, mid, 1 if sub == "1sub" else 10, dur)
     t = STUDY_TABLE[(mid, sub, dur)]
     for r in rows:
         pr = {x["stat"]: float(x["value"]) for x in study_rows
@@ -96,7 +103,7 @@ def maxtput_table(d):
 
 
 def sweep_table(d):
-    runs = distinct(d["runs"].filter(pl.col("experiment") == "E000-LAT3"))
+    runs = latency_runs(d["runs"], 1)
     rows = []
     for metric in ("publish", "e2e"):
         j = runs.join(d["stats"].filter(pl.col("metric") == metric), on="run_id", how="inner")

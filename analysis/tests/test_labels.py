@@ -69,3 +69,22 @@ def test_raw_path():
         labels.parse_raw_path("local/kafka/L2-bypass/w/rep-1.json")
     with pytest.raises(InputError, match="local/kafka/L5/w/rep-1.json"):
         labels.parse_raw_path("local/kafka/L5/w/rep-1.json")
+
+
+@pytest.mark.parametrize("workload, experiment, shape", [
+    ("1-topic-100-partitions-1kb-2p-2c-200k", "E000-LAT1", dict(partitions=100, subscriptions=1, producer_rate_msgps=200000)),
+    ("1-topic-100-partitions-1kb-2p-2c-10sub-200k", "E000-LAT2", dict(subscriptions=10)),
+    ("1-topic-8000-partitions-1kb-2p-2c-200k", "E000-LAT3", dict(partitions=8000)),
+    ("1-topic-2000-partitions-1kb-4p-4c-max", "E000-MT2", dict(producers_per_topic=4, producer_rate_msgps=0)),
+    ("1-topic-1-partition-1kb-1p-1c-max", "E000-MT4", dict(partitions=1)),
+    ("1-topic-100-partitions-1kb-2p-2c-200k-backlog", "E000-CU", dict(backlog_gb=512.0)),
+    ("1-topic-100-partitions-1kb-2p-2c-200k-mixed", "E000-MIX", {}),
+    ("1-topic-100-partitions-1kb-4p-4c-500k", "other", {}),
+    ("1-topic-1-partition-100b-1p-1c-keyed-10k--rate-50000", "other", dict(producer_rate_msgps=50000, message_size_bytes=100)),
+    ("not-a-workload-name", "other", {}),
+])
+def test_raw_workload_ids(workload, experiment, shape):
+    lab = labels.parse_raw_path(f"ci/kafka/L1+stock/{workload}/rep-1.json")
+    assert lab["experiment"] == experiment and lab["tuning"] == "stock"
+    for k, v in shape.items():
+        assert lab[k] == v, k

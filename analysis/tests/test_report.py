@@ -53,3 +53,26 @@ def test_variables(built):
 def test_claims_md_lists_ambiguities(built):
     md = (built / "tables" / "claims.md").read_text()
     assert "studies.md [ambig]" in md and "no raw data" in md
+
+
+def test_local_100_partition_run_is_also_the_sweep_point(built):
+    rows = list(csv.DictReader(open(built / "tables" / "partition-sweep.csv")))
+    loc = [r for r in rows if r["testbed"] == "local"]
+    assert {(r["metric"], r["partitions"], r["system"], r["runs"]) for r in loc} == {
+        ("publish", "100", "pulsar", "3"), ("e2e", "100", "pulsar", "3")}
+
+
+def test_every_variable_the_paper_uses_exists(built):
+    import re
+    v = yaml.safe_load(open(built / "_variables.yml"))
+    used = set()
+    for qmd in (REFERENCE.parents[2] / "paper").glob("*.qmd"):
+        used |= set(re.findall(r"\{\{<\s*var\s+([A-Za-z0-9_.]+)\s*>\}\}", qmd.read_text()))
+    missing = []
+    for key in sorted(used):
+        node = v
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            missing.append(key)
+    assert not missing, f"paper/*.qmd uses keys _variables.yml lacks: {missing}"
