@@ -171,13 +171,16 @@ def probe_facts(probes: pl.DataFrame) -> dict:
     for key, name in (("cpuModel", "cpu"), ("cores", "cores"), ("memBytes", "mem_bytes"), ("kernel", "kernel"), ("os", "os")):
         h = host.filter(pl.col("key") == key)
         if h.height:
-            f[name] = h["value"][0] if h["value"][0] is not None else h["text"][0]
+            val = h["value"][0] if h["value"][0] is not None else h["text"][0]
+            f[name] = int(val) if isinstance(val, float) and val.is_integer() else val
+    if isinstance(f.get("mem_bytes"), (int, float)):
+        f["mem_gib"] = round(f.pop("mem_bytes") / 2 ** 30, 1)
     w = probes.filter(pl.col("key") == "writeMBps")
     if w.height:
-        f["disk_write_mbps"] = w["value"].max()
+        f["disk_write_mbps"] = round(w["value"].max())
     fs = probes.filter((pl.col("probe") == "fio-fsync") & (pl.col("key") == "latencyUs.p99"))
     if fs.height:
-        f["fsync_p99_ms"] = fs["value"].max() / 1000
+        f["fsync_p99_ms"] = round(fs["value"].max() / 1000, 3)
     return f
 
 
@@ -293,7 +296,6 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
     for r in tables["catchup"][1]:
         if r["testbed"] == PUBLISHED_TESTBED_LABEL and r["peak_read_msgps"] is not None:
             derived[f"catchup_peak_{_key(r['mode'])}_{r['system']}_ack{r['ack']}_mmsgps"] = round(r["peak_read_msgps"] / 1e6, 2)
-    mem = facts.get("mem_bytes")
     return {
         "published": {"files": pub.height, "distinct_files": pub["blob_sha1"].n_unique(),
                       "repo": "streamnative/openmessaging-benchmark", "commit": "5e1cbd40690850a2829cb159149e1ff32e7d1925",
@@ -305,7 +307,7 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
         "local": {"runs": loc.height, "testbed": testbed},
         "versions": versions,
         "testbed": {"cpu": facts.get("cpu", na), "cores": facts.get("cores", na),
-                    "mem_gib": round(mem / 2 ** 30, 1) if isinstance(mem, float) else na,
+                    "mem_gib": facts.get("mem_gib", na),
                     "kernel": facts.get("kernel", na), "os": facts.get("os", na),
                     "disk_write_mbps": round(facts["disk_write_mbps"]) if "disk_write_mbps" in facts else na,
                     "fsync_p99_ms": round(facts["fsync_p99_ms"], 2) if "fsync_p99_ms" in facts else na},
