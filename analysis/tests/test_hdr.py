@@ -44,3 +44,18 @@ def test_merge_is_a_sum_not_an_average():
 def test_garbage_rejected():
     with pytest.raises(hdr.HdrError):
         hdr.decode(b"\x00\x01\x02\x03\x00\x00\x00\x00")
+
+
+# Made with Java HdrHistogram 2.2.2 (the runner's library): Recorder(3), values 1000, 2000, … 100000 µs and one
+# 5 000 000 µs, getIntervalHistogram().encodeIntoCompressedByteBuffer(buf, 9), Base64. Java printed
+# getValueAtPercentile(50/90/99/99.9/100) = 51007, 91007, 100031, 5001215, 5001215; mean 99500.29702970297.
+JAVA_B64 = ("HISTFAAAAFh42pNpmSzMwMBwhwECmKE0I5is///f/gNE4Dw/01l+pqkcTE/ZmRayMH1khqLlTEzfGbGglYxM1UyVeHA2kzUQ2oJJ8mhd"
+            "JmkmWSBEkOTwL0YxAQBeaimW")
+
+
+def test_decodes_the_java_encoding_like_java():
+    h = hdr.decode(JAVA_B64)
+    assert h.total == 101
+    assert [h.value_at_percentile(p) for p in (50, 90, 99, 99.9, 100)] == [51007, 91007, 100031, 5001215, 5001215]
+    assert h.mean() == pytest.approx(99500.29702970297)
+    assert h.max() == 5001215
