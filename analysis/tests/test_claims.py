@@ -41,8 +41,10 @@ def test_rederive_tables_2_2_and_2_3_from_published_files(published_tables):
 
 def test_claims_table_counts_and_flags(published_tables):
     cl = claims.derive(published_tables["runs"], published_tables["stats"], REFERENCE, STUDY_TABLES)
-    # 345 cells of Tables 2-2 … 2-16 + 53 study-000 rows of studies.csv not already in those tables
-    assert cl.height == 398
+    # 345 cells of Tables 2-2 … 2-16 + 53 study-000 rows of studies.csv not already in those tables + 8 prose claims
+    assert cl.height == 406
+    prose = cl.filter(cl["claim_id"].str.starts_with("P"))
+    assert prose.height == 8 and prose.filter(prose["ambiguous"] != "").height == 4
     assert cl["claim_id"].n_unique() == cl.height
     t22 = cl.filter(cl["section"].str.starts_with("§000.6 Table 2-2"))
     assert t22.height == 20 and t22["verdict"].str.starts_with("matches").sum() == 20
