@@ -44,3 +44,10 @@ def test_missing_file_named(mirror, tmp_path):
 def test_cli_exit_code(mirror, tmp_path, capsys):
     assert published.main(["--manifest", str(MANIFEST), "--out", str(tmp_path / "x"), "--mirror", str(tmp_path / "nope")]) == 2
     assert "cannot read from mirror" in capsys.readouterr().err
+
+
+def test_fetch_by_url(mirror, tmp_path):
+    """The download path (url_base + source_path), exercised offline with a file:// base URL."""
+    out = tmp_path / "dl" / "streamnative-2020"
+    assert published.fetch(MANIFEST, out, url_base=mirror.as_uri() + "/") == 124
+    assert (out / "results" / "latency" / "sync").is_dir()

@@ -76,3 +76,17 @@ def test_every_variable_the_paper_uses_exists(built):
         if node is None:
             missing.append(key)
     assert not missing, f"paper/*.qmd uses keys _variables.yml lacks: {missing}"
+
+
+def test_formatting_and_markdown():
+    assert [report.fmt(x) for x in (None, 1234.6, 123.45, 12.345, 0.01234, 3, "a")] == [
+        "", "1235", "123.5", "12.35", "0.0123", "3", "a"]
+    md = report.to_md(["a", "b"], [{"a": 1.5, "b": "x|y"}, {"a": None, "b": "z"}])
+    assert md == "| a | b |\n|---|---|\n| 1.50 | x/y |\n|  | z |\n"
+    assert report.to_csv(["a", "b"], [{"a": 1.5, "b": None}]) == "a,b\n1.5,\n"
+
+
+def test_cell_median_and_ci():
+    med, lo, hi, n = report.cell([3.0, 1.0, 2.0, None])
+    assert (med, n) == (2.0, 3) and 1.0 <= lo <= med <= hi <= 3.0
+    assert report.cell([5.0]) == (5.0, None, None, 1)
