@@ -109,7 +109,7 @@ def _run_rows(run_id, lab, r, prov):
             st.append({"run_id": run_id, "metric": metric, "method": "merged-histogram", **stats.stats_from_hist(h)})
             qs += [{"run_id": run_id, "metric": metric, "percentile": p, "value_ms": h.value_at_percentile(p) / 1000}
                    for p in HIST_GRID]
-        elif metric in r["quantiles"]:
+        elif r["quantiles"].get(metric):
             items = r["quantiles"][metric]
             st.append({"run_id": run_id, "metric": metric, "method": "quantile-map",
                        **stats.stats_from_map(items, r["agg"][(metric, "Avg")])})

@@ -48,8 +48,10 @@ def _series(path, d, key, latency):
 
 def _quantiles(path, d, key, scale=1.0):
     m = d[key]
-    if not isinstance(m, dict) or not m:
-        raise InputError(path, key, "not a non-empty quantile map")
+    if not isinstance(m, dict):
+        raise InputError(path, key, "not a quantile map (object)")
+    if not m:
+        return []  # no samples (e.g. a run whose consumers never received): no statistics for this metric
     items = []
     for k, v in m.items():
         try:
@@ -60,6 +62,8 @@ def _quantiles(path, d, key, scale=1.0):
             raise InputError(path, key, f"percentile key {k!r} outside 0..100")
         items.append((p, _num(path, key, v) * scale))
     items.sort()
+    if not items:
+        return items
     for (p0, v0), (p1, v1) in zip(items, items[1:]):
         if v1 < v0:
             raise InputError(path, key, f"values decrease between percentiles {p0} and {p1}")
@@ -139,7 +143,7 @@ def parse(d, name) -> dict:
         amax = agg[(metric, "Max")]
         if metric == "publish" and wmax > 0 and amax > 0 and (amax / wmax > 500 or wmax / amax > 500):
             raise InputError(name, akey, f"{amax} vs per-window max {wmax}: unit mismatch (µs vs ms?)")
-        qmax = quant[metric][-1][1]
+        qmax = quant[metric][-1][1] if quant[metric] else 0.0
         if qmax > 0 and amax > 0 and (qmax / amax > 500 or amax / qmax > 500):
             raise InputError(name, akey.replace("Max", "Quantiles"), f"max {qmax} vs {akey} {amax}: unit mismatch")
 

@@ -87,3 +87,17 @@ def test_all_published_files_load(mirror):
     assert len(files) == 124
     gens = {omb.load(f)["generation"] for f in files}
     assert gens == {"omb-2020"}
+
+
+def test_run_without_samples_has_no_statistics(tmp_path):
+    from analysis import ingest
+    d = omb_current(n=0)
+    for k, v in list(d.items()):
+        if isinstance(v, list):
+            d[k] = []
+    d["aggregatedEndToEndLatencyQuantiles"] = {}
+    raw = tmp_path / "raw"
+    write(raw / "local/kafka/L2/1-topic-100-partitions-1kb-2p-2c-200k/rep-1.json", d)
+    t = ingest.build(None, None, raw)
+    assert t["runs"]["n_windows"].to_list() == [0] and t["windows"].height == 0
+    assert t["stats"]["metric"].to_list() == ["publish", "publish_delay"]  # no e2e samples -> no e2e row
