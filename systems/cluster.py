@@ -1,0 +1,348 @@
+"""up / verify / status / down of one cluster in a run directory."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import dist
+from . import durability as dur
+from .proc import (LOOPBACK, PidRecord, allocate_ports, ensure_ports_free, port_listening, read_pid_records,
+                   rss_bytes, start_process, stop_records, tail, wait_ports_closed, pid_dir)
+from .util import SystemsError, atomic_write_json, load_config, resolve, versions
+
+SYSTEMS = ("kafka", "pulsar")
+CLUSTER_JSON = "cluster.json"
+SCHEMA_VERSION = 1
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _impl(system: str):
+    if system == "kafka":
+        from . import kafka as m
+    elif system == "pulsar":
+        from . import pulsar as m
+    else:
+        raise SystemsError(f"unknown system {system!r} (known: {', '.join(SYSTEMS)})")
+    return m
+
+
+def check_hosts(hosts: list[str]) -> list[str]:
+    if not hosts:
+        raise SystemsError("--hosts: empty host list")
+    for h in hosts:
+        if h not in (LOOPBACK, "localhost"):
+            raise SystemsError(f"--hosts: {h}: remote hosts are not implemented yet (only 127.0.0.1)")
+    return [LOOPBACK]
+
+
+class Run:
+    """State of one `up`: the nodes started so far, their ports, the deadline."""
+
+    def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log):
+        self.system, self.level, self.tuning = system, level, tuning
+        self.rundir, self.cfg, self.durability, self.log = rundir, cfg, durability, log
+        self.dist = dist.require_dist(system)
+        self.version = versions()[system]
+        java = cfg["java"]
+        if java == "java" and os.environ.get("JAVA_HOME"):
+            java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
+        if shutil.which(java) is None:
+            raise SystemsError(f"java executable {java!r} not found (config systems.java)")
+        self.java = java
+        self.nodes: list[dict[str, Any]] = []
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.all_ports: dict[str, int] = {}
+        self.endpoints: dict[str, Any] = {}
+        self.extra: dict[str, Any] = {}
+        self.deadline = time.monotonic() + cfg["startup_timeout_seconds"]
+
+    # --- layout
+    def node_dir(self, name: str) -> Path:
+        return self.rundir / "nodes" / name
+
+    def node_log(self, name: str) -> Path:
+        return self.node_dir(name) / "logs" / "node.log"
+
+    def tail(self, path: Path, n: int = 30) -> str:
+        return tail(path, n)
+
+    def ports(self, node: str, names: list[str]) -> list[int]:
+        ps = allocate_ports(len(names))
+        for n, p in zip(names, ps):
+            self.all_ports[f"{node}.{n}"] = p
+        return ps
+
+    def add_node(self, *, name: str, role: str, id: int, ports: dict[str, int], data_dirs: list[Path],
+                 conf: list[Path]) -> None:
+        self.nodes.append({"name": name, "role": role, "id": id, "host": LOOPBACK, "ports": dict(ports),
+                           "pid": None, "pgid": None, "dataDirs": [str(d) for d in data_dirs],
+                           "conf": [str(c) for c in conf], "log": str(self.node_log(name))})
+
+    def node(self, name: str) -> dict[str, Any]:
+        return next(n for n in self.nodes if n["name"] == name)
+
+    # --- processes
+    def spawn(self, name: str, cmd: list[str], *, cwd: Path, log: Path, stop_stage: int = 0,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        e = dict(os.environ)
+        e.update(env or {})
+        p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage)
+        self.procs[name] = p
+        return p
+
+    def start_node(self, name: str, cmd: list[str], *, cwd: Path, stop_stage: int = 0,
+                   env: dict[str, str] | None = None) -> None:
+        n = self.node(name)
+        ports = {f"{name}.{k}": v for k, v in n["ports"].items()}
+        ensure_ports_free(ports)
+        p = self.spawn(name, cmd, cwd=cwd, log=self.node_log(name), stop_stage=stop_stage, env=env)
+        n["pid"] = p.pid
+        n["pgid"] = os.getpgid(p.pid)
+        self.log(f"started {name} (pid {p.pid})")
+
+    def wait_exit(self, p: subprocess.Popen, name: str, timeout: float) -> int:
+        try:
+            rc = p.wait(timeout=min(timeout, max(1.0, self.deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            raise SystemsError(f"{name}: did not finish within the start-up timeout") from None
+        (pid_dir(self.rundir) / f"{name}.json").unlink(missing_ok=True)
+        return rc
+
+    def check_alive(self) -> None:
+        for n in self.nodes:
+            p = self.procs.get(n["name"])
+            if p is not None and p.poll() is not None:
+                raise SystemsError(f"{n['name']} exited with status {p.returncode} during start-up; "
+                                   f"last lines of {n['log']}:\n{tail(Path(n['log']))}")
+
+    def timed_out(self, name: str, what: str) -> SystemsError:
+        log = self.node_log(name)
+        return SystemsError(f"{name}: not ready ({what}) after {self.cfg['startup_timeout_seconds']} s; "
+                            f"last lines of {log}:\n{tail(log)}")
+
+    def wait_until(self, name: str, what: str, pred, interval: float = 0.25) -> None:
+        while True:
+            self.check_alive()
+            if pred():
+                return
+            if time.monotonic() > self.deadline:
+                raise self.timed_out(name, what)
+            time.sleep(interval)
+
+    def wait_log(self, name: str, needle: str) -> None:
+        log = self.node_log(name)
+
+        def found() -> bool:
+            try:
+                return needle in log.read_text(errors="replace")
+            except OSError:
+                return False
+        self.wait_until(name, f"no '{needle}' in its log", found)
+
+    def wait_port(self, name: str, port: int) -> None:
+        self.wait_until(name, f"port {port} not listening", lambda: port_listening(port))
+
+
+def drop_page_cache(enabled: bool) -> dict[str, Any]:
+    if not enabled:
+        return {"dropped": False, "reason": "disabled by config systems.drop_caches"}
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return {"dropped": True, "reason": "sync; echo 3 > /proc/sys/vm/drop_caches"}
+    except OSError as e:
+        return {"dropped": False, "reason": f"not permitted: /proc/sys/vm/drop_caches: {e.strerror}"}
+
+
+def stale_records(rundir: Path) -> list[PidRecord]:
+    """Pid records in rundir whose processes still run (a cluster left behind by a crashed run)."""
+    return [r for r in read_pid_records(rundir) if r.alive()]
+
+
+def _ports_of(rundir: Path) -> list[int]:
+    f = rundir / "state.json"
+    if f.is_file():
+        try:
+            return sorted(set(json.loads(f.read_text()).get("ports", {}).values()))
+        except ValueError:
+            return []
+    return []
+
+
+def down(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
+    """Stop every process recorded in rundir (TERM, then KILL after the stop timeout) and check that no
+    recorded port is still listening. Works after a crash of `up`, of a node, or of the caller."""
+    rundir = Path(rundir)
+    cfg = cfg or load_config()
+    recs = read_pid_records(rundir)
+    alive = [r for r in recs if r.alive()]
+    killed = stop_records(alive, cfg["stop_timeout_seconds"], log=log) if alive else []
+    for r in recs:
+        (pid_dir(rundir) / f"{r.node}.json").unlink(missing_ok=True)
+    busy = wait_ports_closed(_ports_of(rundir))
+    if busy:
+        raise SystemsError(f"{rundir}: ports still listening after down: {busy}")
+    cj = rundir / CLUSTER_JSON
+    if cj.is_file():
+        try:
+            doc = json.loads(cj.read_text())
+            doc["stoppedAt"] = _now()
+            atomic_write_json(cj, doc)
+        except ValueError:
+            pass
+    return {"stopped": [r.node for r in alive], "killed": killed}
+
+
+def _install_signal_handlers():
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    old = {}
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old[s] = signal.signal(s, handler)
+        except ValueError:  # not in the main thread
+            pass
+    return old
+
+
+def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list[str] | None = None,
+       cfg: dict | None = None, log=print) -> dict[str, Any]:
+    """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned)."""
+    cfg = cfg or load_config()
+    hosts = check_hosts(hosts or [LOOPBACK])
+    _impl(system)
+    durability = dur.load(resolve(cfg["durability_file"]))
+    try:
+        durability.level(system, level)
+        durability.profile(system, tuning)
+    except dur.DurabilityError as e:
+        raise SystemsError(str(e)) from None
+    rundir = Path(rundir).resolve()
+    rundir.mkdir(parents=True, exist_ok=True)
+    stale = stale_records(rundir)
+    if stale:
+        log(f"{rundir}: stale cluster found ({', '.join(r.node for r in stale)}); stopping it")
+        down(rundir, cfg, log=log)
+    for sub in ("nodes", "pids"):
+        shutil.rmtree(rundir / sub, ignore_errors=True)
+    for f in (CLUSTER_JSON, "state.json"):
+        (rundir / f).unlink(missing_ok=True)
+    run = Run(system, level, tuning, rundir, cfg, durability, log)
+    page_cache = drop_page_cache(cfg["drop_caches"])
+    started_at = _now()
+    t0 = time.monotonic()
+    old = _install_signal_handlers()
+    try:
+        impl = _impl(system)
+        try:
+            impl.start(run)
+        finally:
+            atomic_write_json(rundir / "state.json", {"system": system, "ports": run.all_ports})
+        ready_s = time.monotonic() - t0
+        effective = impl.verify(run)
+        verified_s = time.monotonic() - t0
+        doc = {
+            "schemaVersion": SCHEMA_VERSION,
+            "system": system,
+            "version": run.version,
+            "level": level,
+            "tuning": tuning,
+            "replication": durability.levels[level]["replication"],
+            "local": durability.levels[level]["local"],
+            "hosts": hosts,
+            "rundir": str(rundir),
+            "nodes": run.nodes,
+            **run.endpoints,
+            "requested": dur.server_settings(system, level, tuning, durability),
+            "effective": effective,
+            "client": dur.client_settings(system, level, tuning, durability),
+            "pageCacheDropped": page_cache,
+            "startedAt": started_at,
+            "readySeconds": round(verified_s, 2),
+            "startSeconds": round(ready_s, 2),
+            "verifiedAt": _now(),
+            "config": {k: v for k, v in cfg.items() if not k.startswith("_")},
+            "durabilityFile": str(durability.path),
+            "distribution": str(run.dist),
+            **({"extra": run.extra} if run.extra else {}),
+        }
+        atomic_write_json(rundir / CLUSTER_JSON, doc)
+        log(f"{system} {level}/{tuning} ready and verified in {verified_s:.1f} s: {rundir / CLUSTER_JSON}")
+        return doc
+    except BaseException as e:
+        log(f"up failed ({type(e).__name__}); stopping everything started in {rundir}")
+        try:
+            down(rundir, cfg, log=log)
+        except Exception as e2:  # report, but keep the original error
+            log(f"cleanup after failed up: {e2}")
+        raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def load_cluster(rundir: Path) -> dict[str, Any]:
+    f = Path(rundir) / CLUSTER_JSON
+    try:
+        return json.loads(f.read_text())
+    except OSError:
+        raise SystemsError(f"{f}: no cluster.json (was `up` run with --dir {rundir}?)") from None
+    except ValueError as e:
+        raise SystemsError(f"{f}: not valid JSON ({e})") from None
+
+
+class _Attached:
+    """A Run-like view of an already running cluster, for verify."""
+
+    def __init__(self, doc: dict, cfg: dict):
+        self.system, self.level, self.tuning = doc["system"], doc["level"], doc["tuning"]
+        self.durability = dur.load(doc.get("durabilityFile") or resolve(cfg["durability_file"]))
+        self.endpoints = {k: doc[k] for k in ("kafka", "pulsar") if k in doc}
+        self.nodes = doc["nodes"]
+        self.extra = doc.get("extra", {})
+        self.cfg = cfg
+
+
+def verify(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
+    """Read the effective settings back from the running cluster; fail if they differ from the level."""
+    cfg = cfg or load_config()
+    doc = load_cluster(rundir)
+    dead = [r.node for r in read_pid_records(Path(rundir)) if not r.alive()]
+    if dead:
+        raise SystemsError(f"{rundir}: nodes not running: {', '.join(dead)}")
+    effective = _impl(doc["system"]).verify(_Attached(doc, cfg), create=False)
+    doc["effective"] = effective
+    doc["verifiedAt"] = _now()
+    atomic_write_json(Path(rundir) / CLUSTER_JSON, doc)
+    log(f"{doc['system']} {doc['level']}/{doc['tuning']}: effective settings match")
+    return doc
+
+
+def status(rundir: Path) -> dict[str, Any]:
+    rundir = Path(rundir)
+    recs = read_pid_records(rundir)
+    nodes = []
+    for r in recs:
+        a = r.alive()
+        nodes.append({"node": r.node, "pid": r.pid, "alive": a, "rssBytes": rss_bytes(r.pid) if a else None})
+    doc = None
+    if (rundir / CLUSTER_JSON).is_file():
+        doc = load_cluster(rundir)
+    ports = _ports_of(rundir)
+    listening = [p for p in ports if port_listening(p)]
+    state = "stopped" if not any(n["alive"] for n in nodes) else (
+        "running" if all(n["alive"] for n in nodes) else "degraded")
+    return {"state": state, "system": doc and doc["system"], "level": doc and doc["level"],
+            "nodes": nodes, "listeningPorts": listening}

@@ -1,0 +1,216 @@
+"""Apache Kafka as 3 KRaft nodes (combined broker+controller, one static voter list) on 127.0.0.1."""
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from . import durability as dur
+from .util import SystemsError
+
+NODES = 3
+ROLE = "broker+controller"
+LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.statechange.name = state.change.logger
+logger.statechange.level = WARN
+"""
+VERIFY_TOPIC = "__streambench_verify"
+
+
+def random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's Uuid.toString)."""
+    while True:
+        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not s.startswith("-"):
+            return s
+
+
+def render_properties(props: dict[str, Any]) -> str:
+    lines = []
+    for k, v in props.items():
+        if isinstance(v, bool):
+            v = str(v).lower()
+        lines.append(f"{k}={v}")
+    return "\n".join(lines) + "\n"
+
+
+def server_properties(node_id: int, ports: list[dict[str, int]], data_dir: Path,
+                      level_broker: dict[str, Any], host: str = "127.0.0.1") -> dict[str, Any]:
+    """server.properties of node node_id (1-based); ports[i] = {"client": p, "controller": c} of node i+1."""
+    voters = ",".join(f"{i + 1}@{host}:{p['controller']}" for i, p in enumerate(ports))
+    me = ports[node_id - 1]
+    n = len(ports)
+    props: dict[str, Any] = {
+        "process.roles": "broker,controller",
+        "node.id": node_id,
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{host}:{me['client']},CONTROLLER://{host}:{me['controller']}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{me['client']}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(data_dir),
+        "auto.create.topics.enable": False,
+        "num.partitions": 1,
+        "unclean.leader.election.enable": False,
+        "offsets.topic.replication.factor": min(3, n),
+        "transaction.state.log.replication.factor": min(3, n),
+        "transaction.state.log.min.isr": min(2, n),
+        "share.coordinator.state.topic.replication.factor": min(3, n),
+        "share.coordinator.state.topic.min.isr": min(2, n),
+        "group.initial.rebalance.delay.ms": 0,
+        "log.retention.hours": 24,
+    }
+    props.update(level_broker)
+    return props
+
+
+# broker settings checked by describeConfigs on every node, with the value Kafka reports
+def expected_broker(level_broker: dict[str, Any]) -> dict[str, str]:
+    exp = {"auto.create.topics.enable": "false"}
+    for k, v in level_broker.items():
+        exp[k] = str(v).lower() if isinstance(v, bool) else str(v)
+    return exp
+
+
+def start(run) -> None:
+    libs = run.dist / "libs"
+    ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
+    ports = []
+    for i in range(NODES):
+        c, k = run.ports(f"kafka-{i + 1}", ["client", "controller"])
+        ports.append({"client": c, "controller": k})
+    cluster_id = random_cluster_id()
+    run.extra["clusterId"] = cluster_id
+    java = run.java
+    kcfg = run.cfg["kafka"]
+    log4j = run.rundir / "nodes" / "log4j2.properties"
+    log4j.parent.mkdir(parents=True, exist_ok=True)
+    log4j.write_text(LOG4J2)
+    cp = f"{libs}/*"
+    fmt_procs = []
+    for i in range(NODES):
+        name = f"kafka-{i + 1}"
+        nd = run.node_dir(name)
+        data = nd / "data"
+        data.mkdir(parents=True)
+        conf = nd / "server.properties"
+        conf.write_text(render_properties(server_properties(i + 1, ports, data, ss["broker"])))
+        run.add_node(name=name, role=ROLE, id=i + 1, ports=ports[i], data_dirs=[data], conf=[conf])
+        # format the storage (writes meta.properties + the bootstrap checkpoint); runs in parallel
+        fmt = [java, "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
+               "format", "-t", cluster_id, "-c", str(conf), "--ignore-formatted"]
+        fmt_procs.append((name, run.spawn(f"{name}-format", fmt, cwd=nd, log=nd / "format.log",
+                                          stop_stage=0)))
+    for name, p in fmt_procs:
+        rc = run.wait_exit(p, f"{name}-format", timeout=120)
+        if rc != 0:
+            raise SystemsError(f"{name}: kafka-storage format failed (exit {rc}):\n"
+                               + run.tail(run.node_dir(name) / "format.log"))
+    for i in range(NODES):
+        name = f"kafka-{i + 1}"
+        nd = run.node_dir(name)
+        cmd = [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"],
+               "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
+               f"-Dkafka.logs.dir={nd / 'logs'}", "-cp", cp, "kafka.Kafka", str(nd / "server.properties")]
+        run.start_node(name, cmd, cwd=nd, stop_stage=0)
+    for i in range(NODES):
+        run.wait_log(f"kafka-{i + 1}", "Kafka Server started")
+    run.endpoints = {"kafka": {"bootstrapServers": ",".join(f"127.0.0.1:{p['client']}" for p in ports)}}
+
+
+def _admin(bootstrap: str):
+    from confluent_kafka.admin import AdminClient
+    # log_level 2: keep librdkafka's connection chatter (e.g. while nodes stop) out of our output
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, "log_level": 2})
+
+
+def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
+    from confluent_kafka import KafkaException
+    try:
+        return _verify(run, create, timeout)
+    except KafkaException as e:
+        raise SystemsError(f"kafka: admin request failed during verification: {e}") from None
+
+
+def _verify(run, create: bool, timeout: float) -> dict[str, Any]:
+    """Read the broker and topic settings back (describeConfigs) and compare them with the level.
+
+    Creates (once) the topic __streambench_verify with the level's topic config and replication factor,
+    then checks its effective config and that every partition has a full replica set in sync.
+    """
+    from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
+    from confluent_kafka import KafkaException
+
+    ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
+    bootstrap = run.endpoints["kafka"]["bootstrapServers"]
+    admin = _admin(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            md = admin.list_topics(timeout=10)
+            if len(md.brokers) == NODES:
+                break
+            err = f"{len(md.brokers)} of {NODES} brokers registered"
+        except KafkaException as e:
+            err = str(e)
+        if time.monotonic() > deadline:
+            raise SystemsError(f"kafka: cluster not ready at {bootstrap}: {err}")
+        time.sleep(0.5)
+    effective: dict[str, Any] = {"brokers": {}, "topic": {}}
+    mismatches = []
+    exp_b = expected_broker(ss["broker"])
+    for b in sorted(md.brokers):
+        # librdkafka allows one BROKER resource per describeConfigs call
+        futs = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(b))], request_timeout=15)
+        r, fut = next(iter(futs.items()))  # keep `futs` referenced until the result is in
+        cfg = fut.result(timeout=30)
+        got = {k: cfg[k].value if k in cfg else None for k in exp_b}
+        effective["brokers"][r.name] = got
+        for k, v in exp_b.items():
+            if got[k] != v:
+                mismatches.append(f"broker {r.name} {k}={got[k]} (want {v})")
+    exp_t = {k: str(v) for k, v in ss["topic"].items()}
+    rf = ss["replicationFactor"]
+    if create and VERIFY_TOPIC not in md.topics:
+        fut = admin.create_topics([NewTopic(VERIFY_TOPIC, num_partitions=NODES, replication_factor=rf,
+                                            config=exp_t)], request_timeout=30)[VERIFY_TOPIC]
+        try:
+            fut.result(timeout=60)
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise SystemsError(f"kafka: cannot create {VERIFY_TOPIC}: {e}") from None
+    while True:
+        t = admin.list_topics(topic=VERIFY_TOPIC, timeout=10).topics.get(VERIFY_TOPIC)
+        ok = t is not None and t.error is None and t.partitions and all(
+            len(p.replicas) == rf and len(p.isrs) == rf for p in t.partitions.values())
+        if ok:
+            break
+        if time.monotonic() > deadline:
+            raise SystemsError(f"kafka: topic {VERIFY_TOPIC} has no full in-sync replica set after {timeout} s")
+        time.sleep(0.5)
+    futs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, VERIFY_TOPIC)], request_timeout=15)
+    cfg = next(iter(futs.values())).result(timeout=30)
+    got = {k: cfg[k].value if k in cfg else None for k in exp_t}
+    effective["topic"] = {"name": VERIFY_TOPIC, "replicationFactor": len(next(iter(t.partitions.values())).replicas),
+                          "inSyncReplicas": min(len(p.isrs) for p in t.partitions.values()), "config": got}
+    for k, v in exp_t.items():
+        if got[k] != v:
+            mismatches.append(f"topic {VERIFY_TOPIC} {k}={got[k]} (want {v})")
+    if mismatches:
+        raise SystemsError("kafka: effective settings differ from level "
+                           f"{run.level}: " + "; ".join(mismatches))
+    return effective

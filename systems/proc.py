@@ -1,0 +1,238 @@
+"""Processes, pid files and ports of one run directory.
+
+Each node runs in its own session (start_new_session=True), so its process group id equals the pid of
+the process we started and a TERM/KILL to the group reaches every child. A pid file per node
+(RUNDIR/pids/<node>.json: pid, pgid, start time from /proc, command) lets `down` find the processes
+again after a crash of the launcher, and lets `up` detect a stale cluster.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .util import SystemsError, atomic_write_text
+
+LOOPBACK = "127.0.0.1"
+
+
+def allocate_ports(n: int, host: str = LOOPBACK) -> list[int]:
+    """n distinct free TCP ports on host, chosen by the kernel (bind to port 0).
+
+    All sockets are held open until every port is chosen, so the n ports are distinct; they are closed
+    before return, so another process may still take one before our node binds it (the node then fails to
+    start and `up` reports the port).
+    """
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_listening(port: int, host: str = LOOPBACK, timeout: float = 0.3) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def port_bindable(port: int, host: str = LOOPBACK) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def ensure_ports_free(ports: dict[str, int], host: str = LOOPBACK) -> None:
+    """Raise a clear error naming the first port (by its role) that is already in use."""
+    for name, port in ports.items():
+        if not port_bindable(port, host):
+            raise SystemsError(f"port {host}:{port} ({name}) is already in use")
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces; it is enclosed in parentheses
+    rest = stat[stat.rindex(")") + 2:].split()
+    if rest[0] == "Z":  # zombie: exited, not yet reaped
+        return None
+    return int(rest[19])
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose process group is pgid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2:].split()
+        if rest[0] != "Z" and int(rest[2]) == pgid:
+            out.append(int(d))
+    return out
+
+
+@dataclass
+class PidRecord:
+    node: str
+    pid: int
+    pgid: int
+    start_time: int | None
+    cmd: list[str]
+    stop_stage: int = 0
+
+    def alive(self) -> bool:
+        """True while any process of the node's group lives (and the leader, if alive, is ours)."""
+        st = proc_start_time(self.pid)
+        if st is not None and self.start_time is not None and st != self.start_time:
+            return False  # the pid was reused by an unrelated process
+        if st is not None:
+            return True
+        return bool(group_members(self.pgid))
+
+    def to_json(self) -> dict:
+        return {"node": self.node, "pid": self.pid, "pgid": self.pgid, "startTime": self.start_time,
+                "cmd": self.cmd, "stopStage": self.stop_stage}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "PidRecord":
+        return cls(d["node"], int(d["pid"]), int(d["pgid"]), d.get("startTime"), d.get("cmd", []),
+                   int(d.get("stopStage", 0)))
+
+
+def pid_dir(rundir: Path) -> Path:
+    return rundir / "pids"
+
+
+def read_pid_records(rundir: Path) -> list[PidRecord]:
+    recs = []
+    d = pid_dir(rundir)
+    if not d.is_dir():
+        return recs
+    for f in sorted(d.glob("*.json")):
+        try:
+            recs.append(PidRecord.from_json(json.loads(f.read_text())))
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemsError(f"{f}: unreadable pid file ({e})") from None
+    return recs
+
+
+def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
+                  stop_stage: int = 0) -> tuple[subprocess.Popen, PidRecord]:
+    """Start cmd in a new session with stdout+stderr appended to log; write its pid file first thing."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as lf:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             env=env, start_new_session=True)
+    rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage)
+    pid_dir(rundir).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(pid_dir(rundir) / f"{node}.json", json.dumps(rec.to_json(), indent=1))
+    return p, rec
+
+
+def _signal_group(rec: PidRecord, sig: int) -> None:
+    try:
+        os.killpg(rec.pgid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        # the pgid now belongs to someone else's process: never signal it
+        pass
+
+
+def stop_records(records: list[PidRecord], timeout: float, log=None) -> list[str]:
+    """TERM each stage's process groups (lowest stop_stage first), wait up to timeout, then KILL.
+
+    Returns the names of nodes that needed SIGKILL. Reaps children of this process (no zombies).
+    """
+    killed = []
+    for stage in sorted({r.stop_stage for r in records}):
+        group = [r for r in records if r.stop_stage == stage and r.alive()]
+        for r in group:
+            _signal_group(r, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(r.alive() for r in group):
+            _reap()
+            time.sleep(0.1)
+        for r in group:
+            if r.alive():
+                if log:
+                    log(f"{r.node}: still running {timeout:.0f} s after SIGTERM; sending SIGKILL")
+                _signal_group(r, signal.SIGKILL)
+                killed.append(r.node)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(r.alive() for r in group):
+            _reap()
+            time.sleep(0.05)
+        for r in group:
+            if r.alive():
+                raise SystemsError(f"{r.node} (pid {r.pid}) survived SIGKILL")
+    _reap()
+    return killed
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def wait_ports_closed(ports: list[int], timeout: float = 10.0) -> list[int]:
+    """Wait until nothing listens on the ports; return those still listening after timeout."""
+    deadline = time.monotonic() + timeout
+    busy = [p for p in ports if port_listening(p)]
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.2)
+        busy = [p for p in busy if port_listening(p)]
+    return busy
+
+
+def tail(path: Path, n: int = 30) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(lines[-n:])
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident set size of pid (VmRSS), None if gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
