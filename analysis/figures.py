@@ -118,11 +118,14 @@ def fig_sweep(d, ref):
     runs = report.latency_runs(d["runs"], 1)
     j = runs.join(d["stats"].filter(pl.col("metric").is_in(["publish", "e2e"])), on="run_id").with_columns(
         (pl.col("local_durability") + " local, ack-" + pl.col("ack").cast(pl.Utf8)).alias("durability"))
-    ch = alt.Chart(_rows(j.select("testbed_label", "system", "durability", "metric", "partitions", "p99_ms"))).mark_line(point=True).encode(
+    base = alt.Chart(_rows(j.select("testbed_label", "system", "durability", "metric", "partitions", "p99_ms"))).encode(
         x=alt.X("partitions:Q", scale=alt.Scale(type="log"), title="partitions"),
         y=alt.Y("median(p99_ms):Q", scale=alt.Scale(type="log"), title="p99 latency (ms)"),
-        color="system:N", strokeDash="testbed_label:N", tooltip=["system:N", "partitions:Q", "median(p99_ms):Q"],
-    ).properties(width=170, height=H).facet(column=alt.Column("durability:N", title=None), row=alt.Row("metric:N", title=None))
+        color=alt.Color("system:N"), tooltip=["testbed_label:N", "system:N", "partitions:Q", "median(p99_ms):Q"])
+    line = base.mark_line().encode(strokeDash=alt.StrokeDash("testbed_label:N", title="testbed"))
+    pts = base.mark_point(filled=True, size=40).encode(shape=alt.Shape("testbed_label:N", title="testbed"))
+    ch = alt.layer(line, pts).properties(width=170, height=H).facet(
+        column=alt.Column("durability:N", title=None), row=alt.Row("metric:N", title=None))
     cap = ("Partition sweep (study 000 Tables 2-12 … 2-16 and 1-3): p99 publish and end-to-end latency against partitions "
            "at 200 K msg/s, by local durability and acknowledgement level; log–log.")
     return ch, cap, f"Line chart of p99 latency versus partitions (1 to 10000) for Kafka and Pulsar, {runs.height} runs."
