@@ -3,6 +3,7 @@
 # paper/tables/<id>.{csv,md}, paper/_variables.yml. This project's runs and probes under data/raw are optional
 # inputs, found by glob: the paper builds from the published data alone.
 import glob as _an_glob
+from pathlib import PurePath as _AnPath
 
 _AN = config.get("analysis") or {}
 _AN_PUB = config.get("published") or {}
@@ -20,7 +21,7 @@ AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} 
 
 def _an_raw_inputs(wildcards):
     """This project's result files and probes, if any (optional inputs)."""
-    runs = [p for p in _an_glob.glob("data/raw/*/*/*/*/rep-*.json") if p.split("/")[3] != "probes"]
+    runs = [p for p in _an_glob.glob("data/raw/*/*/*/*/rep-*.json") if _AnPath(p).parts[3] != "probes"]
     return sorted(runs) + sorted(_an_glob.glob("data/raw/*/probes/*/*.json"))
 
 
