@@ -49,13 +49,15 @@ def test_local_run_level_disagreeing_with_path(tmp_path):
     assert str(p) in str(e.value) and "x-streambench.cluster.level" in str(e.value)
 
 
-def test_bad_local_file_named_and_nothing_written(tmp_path):
+def test_bad_local_file_named_and_nothing_written(tmp_path, capsys):
     raw = tmp_path / "raw"
     d = omb_2020(); d["publishRate"] = d["publishRate"][:1]
     p = write(raw / "local/kafka/L3/w-1/rep-1.json", d)
     out = tmp_path / "derived"
     rc = ingest.main(["--raw", str(raw), "--out", str(out)])
     assert rc == 2 and not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(p) in err and "'consumeRate'" in err
 
 
 def test_write_atomic(tmp_path, published_tables):
