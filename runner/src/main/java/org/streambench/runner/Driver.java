@@ -42,6 +42,9 @@ public interface Driver extends AutoCloseable {
 
     ObjectNode endpoints();
 
+    /** Closes producers and consumers (admin access stays open for clean-up). */
+    void closeClients();
+
     @Override
     void close();
 }

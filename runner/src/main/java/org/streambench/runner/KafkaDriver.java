@@ -232,12 +232,17 @@ final class KafkaDriver implements Driver {
     }
 
     @Override
-    public void close() {
+    public void closeClients() {
         List<AutoCloseable> l;
         synchronized (open) { l = new ArrayList<>(open); open.clear(); }
         for (AutoCloseable c : l) {
             try { c.close(); } catch (Exception e) { Log.warn("close: " + e); }
         }
+    }
+
+    @Override
+    public void close() {
+        closeClients();
         admin.close(Duration.ofSeconds(10));
     }
 

@@ -233,7 +233,7 @@ final class PulsarDriver implements Driver {
     }
 
     @Override
-    public void close() {
+    public void closeClients() {
         List<AutoCloseable> l;
         synchronized (open) { l = new ArrayList<>(open); open.clear(); }
         for (AutoCloseable c : l) {
@@ -241,4 +241,7 @@ final class PulsarDriver implements Driver {
         }
         try { client.close(); } catch (Exception e) { Log.warn("pulsar client close: " + e); }
     }
+
+    @Override
+    public void close() { closeClients(); }
 }

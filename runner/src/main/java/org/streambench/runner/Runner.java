@@ -146,7 +146,7 @@ public final class Runner {
             }
             ObjectNode result = runOn(driver, topics, runId, runStartMicros);
             Log.info("clean-up");
-            closeQuietly(driver);
+            try { driver.closeClients(); } catch (Exception e) { Log.warn("close: " + e); }
             if (created) {
                 if (o.count > 1) Thread.sleep(10_000); // let the other processes finish their drain before deleting
                 try {
@@ -158,12 +158,16 @@ public final class Runner {
             }
             ((ObjectNode) result.get("x-streambench")).put("endTime", Clock.iso(Clock.nowMicros()));
             return result;
+        } catch (Throwable t) {
+            stopSenders = true;
+            try { driver.closeClients(); } catch (Exception e) { Log.warn("close: " + e); }
+            if (created) {
+                try { driver.deleteTopics(topics); } catch (Exception e) { Log.warn("deleting topics after the failure: " + e); }
+            }
+            throw t;
         } finally {
             stopSenders = true;
             closeQuietly(driver);
-            if (created) {
-                try { driver.deleteTopics(topics); } catch (Exception ignored) { }
-            }
             synchronized (this) { this.notifyAll(); }
             try { Runtime.getRuntime().removeShutdownHook(hook); } catch (IllegalStateException ignored) { }
         }
