@@ -229,6 +229,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
         durability.profile(system, tuning)
     except dur.DurabilityError as e:
         raise SystemsError(str(e)) from None
+    dist.require_dist(system)  # fail before touching the run directory
     rundir = Path(rundir).resolve()
     rundir.mkdir(parents=True, exist_ok=True)
     stale = stale_records(rundir)

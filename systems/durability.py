@@ -103,15 +103,15 @@ class _V:
     def mapping(self, value: Any, field: str, allowed: set[str] | None = None,
                 required: set[str] | None = None) -> dict:
         if not isinstance(value, dict):
-            self.fail(field, f"must be a mapping, got {type(value).__name__}")
+            self.fail(field or "(top level)", f"must be a mapping, got {type(value).__name__}")
         for k in value:
             if not isinstance(k, str):
                 self.fail(field, f"key {k!r} is not a string")
             if allowed is not None and k not in allowed:
-                self.fail(f"{field}.{k}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+                self.fail(f"{field}.{k}" if field else k, f"unknown key (allowed: {', '.join(sorted(allowed))})")
         for k in sorted(required or ()):
             if k not in value:
-                self.fail(f"{field}.{k}", "missing")
+                self.fail(f"{field}.{k}" if field else k, "missing")
         return value
 
     def integer(self, value: Any, field: str, minimum: int = 0) -> int:
@@ -163,9 +163,6 @@ def _validate_kafka_level(v: _V, name: str, lv: dict, spec: Any) -> None:
     fms = v.integer(spec["topic"]["flush.ms"], f"{f}.topic.flush.ms", 0)
     bm = v.integer(spec["broker"]["log.flush.interval.messages"], f"{f}.broker.log.flush.interval.messages", 1)
     bms = v.integer(spec["broker"]["log.flush.interval.ms"], f"{f}.broker.log.flush.interval.ms", 0)
-    if (bm, bms) != (fm, fms):
-        v.fail(f"{f}.broker.log.flush.interval.messages",
-               f"broker flush defaults ({bm}/{bms}) differ from the topic's flush.messages/flush.ms ({fm}/{fms})")
     if lv["local"] == "sync":
         if fm != 1:
             v.fail(f"{f}.topic.flush.messages", f"flush.messages={fm} contradicts local: sync (needs 1)")
@@ -175,6 +172,9 @@ def _validate_kafka_level(v: _V, name: str, lv: dict, spec: Any) -> None:
                    "flush.messages=1 (fsync per message) contradicts local: async (needs > 1)")
         if fms == 0:
             v.fail(f"{f}.topic.flush.ms", "flush.ms=0 contradicts local: async (needs > 0)")
+    if (bm, bms) != (fm, fms):
+        v.fail(f"{f}.broker.log.flush.interval.messages",
+               f"broker flush defaults ({bm}/{bms}) differ from the topic's flush.messages/flush.ms ({fm}/{fms})")
 
 
 def _validate_pulsar_level(v: _V, name: str, lv: dict, spec: Any) -> None:
@@ -230,7 +230,7 @@ def _validate_tuning(v: _V, name: str, prof: Any) -> None:
 
 def validate(doc: Any, path: Path) -> Durability:
     v = _V(path)
-    v.mapping(doc, "(top level)", {"schemaVersion", "levels", "tuning"}, {"schemaVersion", "levels", "tuning"})
+    v.mapping(doc, "", {"schemaVersion", "levels", "tuning"}, {"schemaVersion", "levels", "tuning"})
     if doc["schemaVersion"] != 1:
         v.fail("schemaVersion", f"unsupported version {doc['schemaVersion']!r} (this loader reads 1)")
     levels = v.mapping(doc["levels"], "levels")

@@ -1,0 +1,193 @@
+"""Pure logic of the launcher: config rendering, config loading, ports, pid files, stale detection, CLI errors."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from systems import cluster, kafka, proc, pulsar
+from systems import durability as dur
+from systems.util import SystemsError, load_config, versions
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# --- config rendering
+def test_kafka_server_properties_three_voters_loopback_and_level():
+    ports = [{"client": 1001, "controller": 2001}, {"client": 1002, "controller": 2002},
+             {"client": 1003, "controller": 2003}]
+    ss = dur.server_settings("kafka", "L1")
+    props = kafka.server_properties(2, ports, Path("/d/kafka-2"), ss["broker"])
+    assert props["node.id"] == 2
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:2001,2@127.0.0.1:2002,3@127.0.0.1:2003"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:1002,CONTROLLER://127.0.0.1:2002"
+    assert props["auto.create.topics.enable"] is False
+    assert props["log.flush.interval.messages"] == 1 and props["min.insync.replicas"] == 2
+    text = kafka.render_properties(props)
+    assert "auto.create.topics.enable=false\n" in text and "log.dirs=/d/kafka-2\n" in text
+    assert kafka.expected_broker(ss["broker"])["auto.create.topics.enable"] == "false"
+
+
+def test_kafka_cluster_id_format():
+    ids = {kafka.random_cluster_id() for _ in range(50)}
+    assert len(ids) == 50
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+def test_pulsar_render_conf_replaces_uncomments_and_appends():
+    tmpl = "# header\nbookiePort=3181\n#httpServerHost=0.0.0.0\n# prose with key=value inside\njournalSyncData=true\n" \
+           "journalSyncData=false\nother=1\n"
+    out = pulsar.render_conf(tmpl, {"bookiePort": 5555, "httpServerHost": "127.0.0.1", "journalSyncData": False,
+                                    "journalPageCacheFlushIntervalMSec": 1000, "zkServers": None})
+    conf = pulsar.parse_conf(out)
+    assert conf == {"bookiePort": "5555", "httpServerHost": "127.0.0.1", "journalSyncData": "false",
+                    "other": "1", "journalPageCacheFlushIntervalMSec": "1000", "zkServers": ""}
+    assert out.count("journalSyncData=") == 1
+    assert "# prose with key=value inside" in out
+
+
+def test_pulsar_render_of_shipped_confs_sets_every_key():
+    d = REPO / ".cache" / "dist" / f"pulsar-{versions()['pulsar']}" / "conf"
+    if not d.is_dir():
+        pytest.skip("pulsar distribution not prepared")
+    ss = dur.server_settings("pulsar", "L2-bypass", "tuned")
+    over = {"bookiePort": 1, "httpServerEnabled": True, "httpServerHost": "127.0.0.1", **ss["bookie"]}
+    conf = pulsar.parse_conf(pulsar.render_conf((d / "bookkeeper.conf").read_text(), over))
+    for k, v in over.items():
+        assert conf[k] == (str(v).lower() if isinstance(v, bool) else str(v)), k
+    over = {"allowAutoTopicCreation": False, "bindAddress": "127.0.0.1", **ss["broker"]}
+    conf = pulsar.parse_conf(pulsar.render_conf((d / "broker.conf").read_text(), over))
+    for k, v in over.items():
+        assert conf[k] == (str(v).lower() if isinstance(v, bool) else str(v)), k
+
+
+def test_ledger_quorums_parse_metadata_string():
+    meta = "LedgerMetadata{formatVersion=3, ensembleSize=3, writeQuorumSize=3, ackQuorumSize=2, state=OPEN}"
+    assert pulsar._ledger_quorums(meta) == {"ensemble": 3, "writeQuorum": 3, "ackQuorum": 2}
+
+
+# --- config file
+def test_config_defaults_and_errors(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("systems:\n  kafka: {heap: 256m}\n")
+    cfg = load_config(f)
+    assert cfg["kafka"]["heap"] == "256m" and cfg["pulsar"]["bookie_direct"] == "256m"
+    assert cfg["startup_timeout_seconds"] == 180 and cfg["drop_caches"] is True
+    f.write_text("systems:\n  kafka: {heep: 256m}\n")
+    with pytest.raises(SystemsError, match=r"c.yaml: systems.kafka: Additional properties.*'heep'"):
+        load_config(f)
+    f.write_text("systems:\n  pulsar: {broker_heap: lots}\n")
+    with pytest.raises(SystemsError, match=r"systems.pulsar.broker_heap"):
+        load_config(f)
+
+
+def test_versions_come_from_root_pom():
+    v = versions()
+    assert v["kafka"].startswith("4.") and v["pulsar"].startswith("4.0.")
+
+
+# --- ports
+def test_allocate_ports_distinct_and_free():
+    ports = proc.allocate_ports(12)
+    assert len(set(ports)) == 12
+    assert all(proc.port_bindable(p) for p in ports)
+
+
+def test_port_in_use_is_named():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    try:
+        assert proc.port_listening(port)
+        with pytest.raises(SystemsError, match=f"port 127.0.0.1:{port} \\(kafka-1.client\\) is already in use"):
+            proc.ensure_ports_free({"kafka-1.client": port})
+    finally:
+        s.close()
+    assert not proc.port_listening(port)
+
+
+# --- pid files, stale detection, down
+def _spawn(rundir, node, script, stage=0):
+    return proc.start_process(rundir, node, ["bash", "-c", script], cwd=rundir, log=rundir / f"{node}.log",
+                              env=dict(os.environ), stop_stage=stage)
+
+
+def test_stale_cluster_detected_and_down_kills_whole_groups(tmp_path):
+    # a grandchild that ignores SIGTERM: only the group KILL after the timeout gets it
+    p1, r1 = _spawn(tmp_path, "n1", "trap '' TERM; sleep 300 & wait")
+    p2, r2 = _spawn(tmp_path, "n2", "sleep 300", stage=1)
+    time.sleep(0.3)
+    members = proc.group_members(r1.pgid)
+    assert len(members) >= 2
+    stale = cluster.stale_records(tmp_path)
+    assert {r.node for r in stale} == {"n1", "n2"}
+    cfg = load_config()
+    cfg["stop_timeout_seconds"] = 1
+    res = cluster.down(tmp_path, cfg, log=lambda m: None)
+    assert set(res["stopped"]) == {"n1", "n2"} and "n1" in res["killed"]
+    assert not proc.group_members(r1.pgid) and not proc.group_members(r2.pgid)
+    assert cluster.stale_records(tmp_path) == []
+    assert not list((tmp_path / "pids").glob("*.json"))
+    p1.wait(1), p2.wait(1)
+
+
+def test_reused_pid_is_not_ours(tmp_path):
+    rec = proc.PidRecord("x", os.getpid(), os.getpgid(0), start_time=1, cmd=[])
+    assert not rec.alive()  # our own pid, but a different start time: never signalled
+    rec2 = proc.PidRecord("y", os.getpid(), os.getpgid(0), proc.proc_start_time(os.getpid()), [])
+    assert rec2.alive()
+
+
+def test_down_on_empty_dir_is_a_no_op(tmp_path):
+    assert cluster.down(tmp_path, load_config(), log=lambda m: None) == {"stopped": [], "killed": []}
+
+
+def test_page_cache_record():
+    assert cluster.drop_page_cache(False) == {"dropped": False, "reason": "disabled by config systems.drop_caches"}
+    r = cluster.drop_page_cache(True)
+    assert set(r) == {"dropped", "reason"} and isinstance(r["dropped"], bool)
+
+
+# --- CLI bad input: exit 2, one clear line, nothing started
+def _cli(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "systems", *args], capture_output=True, text=True, cwd=REPO,
+                          env=e, timeout=60)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["up", "rabbitmq", "--level", "L1"], "unknown system 'rabbitmq'"),
+    (["up", "kafka", "--level", "L9"], "unknown level 'L9'"),
+    (["up", "kafka", "--level", "L2-bypass"], "levels.L2-bypass.kafka: level L2-bypass is not defined for kafka"),
+    (["up", "pulsar", "--level", "L1", "--tuning", "fast"], "unknown tuning profile 'fast'"),
+    (["up", "kafka", "--level", "L1", "--hosts", "10.0.0.5"], "10.0.0.5: remote hosts are not implemented yet"),
+    (["prepare", "rabbitmq"], "unknown system 'rabbitmq'"),
+])
+def test_cli_bad_input(tmp_path, args, msg):
+    if args[0] == "up":
+        args = args + ["--dir", str(tmp_path / "run")]
+    r = _cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert msg in r.stderr
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+    assert not (tmp_path / "run" / "pids").exists() or not list((tmp_path / "run" / "pids").iterdir())
+
+
+def test_cli_missing_distribution(tmp_path):
+    r = _cli("up", "kafka", "--level", "L1", "--dir", str(tmp_path / "run"),
+             env={"STREAMBENCH_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 2
+    assert f"kafka distribution missing at {tmp_path / 'cache'}/dist/kafka-" in r.stderr
+    assert "python -m systems prepare kafka" in r.stderr
+
+
+def test_cli_verify_without_cluster(tmp_path):
+    r = _cli("verify", "--dir", str(tmp_path))
+    assert r.returncode == 2 and "no cluster.json" in r.stderr
