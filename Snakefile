@@ -3,6 +3,8 @@
 #   env/shell snakemake -n --profile ci all     # the whole DAG at CI sizes, without running it
 # Each stage (folder) owns its rules.smk, appends its final targets to ALL_TARGETS and documents its
 # config keys in <stage>/config.schema.yaml (composed by env/config.schema.yaml).
+import json
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -18,14 +20,20 @@ configfile: "env/config.yaml"
 sys.path.insert(0, workflow.basedir)
 from env import configcheck  # noqa: E402
 
-try:
-    _checked = configcheck.check(
-        ("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)),
-        configcheck.overrides(sys.argv, workflow.config_settings.overwrite_config),
-    )
-except configcheck.ConfigError as _error:
-    print(_error, file=sys.stderr)
-    sys.exit(1)
+if workflow.is_main_process or configcheck.HANDOVER not in os.environ:
+    try:
+        _checked = configcheck.check(
+            ("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)),
+            configcheck.overrides(sys.argv, workflow.config_settings.overwrite_config),
+        )
+    except configcheck.ConfigError as _error:
+        print(_error, file=sys.stderr)
+        sys.exit(1)
+    # jobs that Snakemake spawns as subprocesses (run: blocks) get the checked config with its types;
+    # through --config they would get nested values as strings
+    os.environ[configcheck.HANDOVER] = json.dumps(_checked)
+else:
+    _checked = json.loads(os.environ[configcheck.HANDOVER])
 config.clear()
 config.update(_checked)
 

@@ -24,6 +24,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 ROOT_SCHEMA = ROOT / "env" / "config.schema.yaml"
 BASE_CONFIG = ROOT / "env" / "config.yaml"
+# environment variable through which the Snakefile hands the checked config to the jobs Snakemake spawns
+HANDOVER = "STREAMBENCH_CHECKED_CONFIG"
 
 _JSON_TYPE = {
     dict: "object",

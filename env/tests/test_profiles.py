@@ -79,3 +79,26 @@ def test_a_real_run_with_the_aws_profile_fails_loudly_before_any_job(workflow_co
     assert r.returncode != 0
     assert "testbed aws: provisioning hosts with OpenTofu/Ansible is not implemented yet" in r.stderr
     assert not (workflow_copy / "made-by-rule.txt").exists()
+
+
+def test_a_spawned_run_job_sees_the_nested_profile_values_with_their_types(workflow_copy):
+    # a `run:` block is executed by a Snakemake subprocess that receives the config through --config
+    (workflow_copy / "paper" / "rules.smk").write_text(
+        'ALL_TARGETS.append("types.txt")\n\n'
+        "rule types:\n"
+        '    output: "types.txt"\n'
+        '    log: "types.log"\n'
+        "    run:\n"
+        "        with open(output[0], 'w') as f:\n"
+        "            f.write(type(config['hw_probes']['n']).__name__ + ' ' + config['testbed'])\n"
+    )
+    (workflow_copy / "hw-probes" / "config.schema.yaml").write_text(
+        "type: object\nadditionalProperties: false\ndefault: {}\n"
+        "properties:\n  n: {type: integer, default: 1, description: a number}\n"
+    )
+    profile = workflow_copy / "env/profiles/typed"
+    profile.mkdir()
+    (profile / "config.yaml").write_text("cores: 1\nconfig:\n  testbed: ci\n  hw_probes:\n    n: 16\n")
+    r = run([*SNAKEMAKE, "--profile", "typed", "all"], cwd=workflow_copy, env=xdg_env(workflow_copy))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (workflow_copy / "types.txt").read_text() == "int ci"
