@@ -76,3 +76,31 @@ def test_accepts_a_debian_derivative(tmp_path):
     f.write_text('ID=linuxmint\nID_LIKE="ubuntu debian"\n')
     r = run([SHELL, "true"], env={"STREAMBENCH_OS_RELEASE": str(f)})
     assert r.returncode == 0, r.stderr
+
+
+def fake_nix(tmp_path, features):
+    """A `nix` that reports the given experimental features and records a `develop` call."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    nix = bin_dir / "nix"
+    nix.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = show-config ]; then echo "experimental-features = {features}"; exit 0; fi\n'
+        'echo "fake nix: $*"\n'
+    )
+    nix.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_delegates_to_nix_develop_when_nix_has_flakes(tmp_path):
+    env = fake_nix(tmp_path, "flakes nix-command")
+    r = run([SHELL, "echo", "hi"], env={**env, "STREAMBENCH_NO_NIX": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"fake nix: develop {ROOT} -c echo hi\n"
+
+
+def test_does_not_delegate_without_flakes_or_when_told_not_to(tmp_path):
+    env = fake_nix(tmp_path, "nix-command")
+    assert run([SHELL, "echo", "hi"], env={**env, "STREAMBENCH_NO_NIX": ""}).stdout == "hi\n"
+    env = fake_nix(tmp_path / "with-flakes", "flakes nix-command")
+    assert run([SHELL, "echo", "hi"], env={**env, "STREAMBENCH_NO_NIX": "1"}).stdout == "hi\n"
