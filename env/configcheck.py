@@ -162,8 +162,9 @@ def validate(config: Any, schema: Mapping, sources: Sequence[tuple[str, Any]]) -
         return
     path, message = _describe(errors[0])
     origin = sources[-1][0] if sources else "config"
+    # the last source that sets the key names it (later sources override earlier ones); for a key that no source
+    # sets (a problem of a filled-in default), the last source that sets its deepest existing parent
     for label, data in reversed(sources):
-        # the source that set the deepest existing prefix of the path wins; later sources override earlier ones
         if _has_path(data, path):
             origin = label
             break
@@ -178,10 +179,11 @@ def validate(config: Any, schema: Mapping, sources: Sequence[tuple[str, Any]]) -
 
 def check(
     base: tuple[str, Any],
-    overrides: tuple[str, Any] | None = None,
+    override: tuple[str, Any] | None = None,
     schema_path: Path = ROOT_SCHEMA,
 ) -> dict:
-    """Validate base config overlaid by overrides; return the merged config with defaults filled in."""
+    """Validate the base (label, mapping) overlaid by the override (label, mapping); return the merged
+    config with every default filled in."""
     schema = load_schema(schema_path)
     base_label, base_data = base
     if base_data is None:
@@ -190,9 +192,9 @@ def check(
         raise ConfigError(f"config error: {base_label}: (top level): expected a mapping, got {_json_type(base_data)}")
     sources = [(base_label, base_data)]
     merged = copy.deepcopy(base_data)
-    if overrides is not None and overrides[1]:
-        sources.append(overrides)
-        _update(merged, overrides[1])
+    if override is not None and override[1]:
+        sources.append(override)
+        _update(merged, override[1])
     validate(merged, schema, sources)
     filled = fill_defaults(schema, merged)
     validate(filled, schema, [(f"defaults of {_rel(schema_path)} (or a stage schema it includes)", filled)])
