@@ -205,8 +205,15 @@ final class KafkaDriver implements Driver {
         long deadline = System.currentTimeMillis() + timeoutMs;
         String last = "";
         while (true) {
-            Map<String, ConsumerGroupDescription> d =
-                    admin.describeConsumerGroups(expected.keySet()).all().get(30, TimeUnit.SECONDS);
+            Map<String, ConsumerGroupDescription> d = new HashMap<>();
+            var futures = admin.describeConsumerGroups(expected.keySet()).describedGroups();
+            for (var e : futures.entrySet()) {
+                try {
+                    d.put(e.getKey(), e.getValue().get(30, TimeUnit.SECONDS));
+                } catch (java.util.concurrent.ExecutionException ex) {
+                    // GroupIdNotFound while the consumers are still joining: not ready yet
+                }
+            }
             boolean ok = true;
             StringBuilder sb = new StringBuilder();
             for (var e : expected.entrySet()) {

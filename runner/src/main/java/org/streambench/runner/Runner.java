@@ -421,7 +421,7 @@ public final class Runner {
                     }
                     break;
                 case DRAIN:
-                    if (backlog <= (1 - w.backlogDrainRatio) * targetBacklogMsgs) {
+                    if (backlog <= Math.max((1 - w.backlogDrainRatio) * targetBacklogMsgs, chaseThreshold())) {
                         drainedMicros = Clock.nowMicros();
                         drainedReceived = recv;
                         next = Phase.MEASURE;
@@ -436,7 +436,8 @@ public final class Runner {
                         long cuBacklogPerSub = sent - rcu / w.catchUpSubscriptions;
                         if (cuStartMicros < 0 && cuBacklogPerSub >= cuTargetMsgs) {
                             cuStartMicros = Clock.nowMicros(); cuStartReceived = rcu;
-                            phaseHists.remove("before");
+                            Histogram[] bh = phaseHists.remove("before");
+                            if (bh != null) mixed.set("before", phaseStats(bh));
                             phaseHists.put("during", newHists());
                             resumeAll(catchUpConsumers);
                             Log.info("catch-up subscriptions started at backlog " + cuBacklogPerSub + " msgs");
@@ -454,7 +455,7 @@ public final class Runner {
             }
             // chase completion (backlog mode), checked in every phase after release
             if (releaseTick >= 0 && chaseMicros < 0 && tick > releaseTick
-                    && backlog <= allSubs() * Math.max(1000, 0.2 * targetRate)) {
+                    && backlog <= chaseThreshold()) {
                 chaseMicros = Clock.nowMicros();
                 chaseAcked = recv - releaseReceived;
                 Histogram[] dh = phaseHists.remove("drain");
@@ -657,6 +658,9 @@ public final class Runner {
         n.set("endToEndTailingMicros", Histos.stats(h[Metrics.E2E], 1.0));
         return n;
     }
+
+    /** "backlog ≈ 0": what is in flight at a healthy latency (0.2 s of the rate, at least 1 000 msgs) per subscription */
+    private double chaseThreshold() { return allSubs() * Math.max(1000, 0.2 * targetRate); }
 
     private void setRate(double r) {
         targetRate = r;
