@@ -6,7 +6,6 @@ python -m analysis.ingest --published data/published/streamnative-2020 --manifes
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from . import InputError, labels, omb, stats
+from .published import read_manifest
 
 WINDOW_S = 10.0
 PCT_NAMES = {"Avg": "avg", "50pct": "p50", "75pct": "p75", "95pct": "p95", "99pct": "p99", "999pct": "p99_9",
@@ -49,15 +49,6 @@ def window_schema():
         for v in PCT_NAMES.values():
             s[f"{pre}_{v}_ms"] = pl.Float64
     return s
-
-
-def read_manifest(path) -> dict:
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    need = {"local_path", "repo", "commit", "source_path", "blob_sha1", "bytes"}
-    if not rows or not need <= set(rows[0]):
-        raise InputError(path, "header", f"manifest needs columns {sorted(need)}")
-    return {r["local_path"]: r for r in rows}
 
 
 def _conflicts(lab: dict, workload: str) -> str:

@@ -10,6 +10,7 @@ and the error names it.
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import os
 import shutil
@@ -19,7 +20,15 @@ import urllib.request
 from pathlib import Path
 
 from . import InputError
-from .ingest import read_manifest
+
+
+def read_manifest(path) -> dict:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    need = {"local_path", "repo", "commit", "source_path", "blob_sha1", "bytes"}
+    if not rows or not need <= set(rows[0]):
+        raise InputError(path, "header", f"manifest needs columns {sorted(need)}")
+    return {r["local_path"]: r for r in rows}
 
 
 def git_blob_sha1(data: bytes) -> str:

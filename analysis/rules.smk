@@ -19,6 +19,10 @@ AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} 
                  f"--approx-tolerance-pct {_AN.get('approx_tolerance_pct', 5.0)}")
 
 
+# the package itself is an input: a change to the analysis code rebuilds what it makes
+AN_CODE = sorted(_an_glob.glob("analysis/*.py"))
+
+
 def _an_raw_inputs(wildcards):
     """This project's result files and probes, if any (optional inputs)."""
     runs = [p for p in _an_glob.glob("data/raw/*/*/*/*/rep-*.json") if _AnPath(p).parts[3] != "probes"]
@@ -29,6 +33,7 @@ rule analysis_published:
     """Study 000's raw OMB results by pinned URL or from published.mirror, checked against the manifest."""
     input:
         manifest=AN_MANIFEST,
+        code=["analysis/published.py", "analysis/__init__.py"],
     output:
         directory(AN_PUBLISHED_DIR),
     params:
@@ -46,6 +51,7 @@ rule analysis_ingest:
         published=AN_PUBLISHED_DIR,
         manifest=AN_MANIFEST,
         raw=_an_raw_inputs,
+        code=AN_CODE,
     output:
         expand("data/derived/{t}.parquet", t=AN_DERIVED),
     log:
@@ -61,6 +67,7 @@ rule analysis_tables:
         derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
         reference="data/reference/studies.csv",
         study_tables="analysis/published/study000-tables.csv",
+        code=AN_CODE,
     output:
         expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")),
         variables="paper/_variables.yml",
@@ -84,6 +91,7 @@ for _an_fid in AN_FIGURES:
         input:
             derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
             reference="data/reference/studies.csv",
+            code=AN_CODE,
         output:
             multiext(f"paper/figures/{_an_fid}", ".svg", ".png", ".pdf", ".json"),
         params:
