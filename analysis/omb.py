@@ -189,6 +189,6 @@ def _streambench(name, x):
             hists[metric] = hists[metric].add(h) if metric in hists else h
     audit = x.get("audit") or {}
     for k in ("sent", "acked", "sendErrors", "lost", "duplicated", "outOfOrder"):
-        if k in audit and (isinstance(audit[k], bool) or not isinstance(audit[k], (int, float)) or audit[k] < 0):
+        if audit.get(k) is not None and (isinstance(audit[k], bool) or not isinstance(audit[k], (int, float)) or audit[k] < 0):
             raise InputError(name, f"x-streambench.audit.{k}", f"not a non-negative count: {audit[k]!r}")
     return x, hists

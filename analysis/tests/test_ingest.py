@@ -64,3 +64,28 @@ def test_write_atomic(tmp_path, published_tables):
     ingest.write_atomic(published_tables, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.parquet" for k in published_tables)
     assert pl.read_parquet(tmp_path / "runs.parquet").height == 124
+
+
+def test_real_runner_output(tmp_path):
+    """The runner's own files: merged histograms reproduce the runner's aggregated OMB numbers exactly."""
+    from analysis import omb, stats
+    from analysis.tests.paths import REPO
+    data = REPO / "analysis" / "tests" / "data"
+    for name in ("runner-mixed-m1.json", "runner-part-p1.json"):
+        r = omb.load(data / name)
+        assert r["generation"] == "streambench"
+        for metric in ("publish", "e2e"):
+            s = stats.stats_from_hist(r["histograms"][metric])
+            assert s["p50_ms"] == pytest.approx(r["agg"][(metric, "50pct")], abs=1e-9)
+            assert s["p99_ms"] == pytest.approx(r["agg"][(metric, "99pct")], abs=1e-9)
+            assert s["max_ms"] == pytest.approx(r["agg"][(metric, "Max")], abs=1e-9)
+            assert s["avg_ms"] == pytest.approx(r["agg"][(metric, "Avg")], rel=1e-9)
+    raw = tmp_path / "raw"
+    dst = raw / "local/kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k-mixed/rep-1.json"
+    dst.parent.mkdir(parents=True)
+    dst.write_bytes((data / "runner-mixed-m1.json").read_bytes())
+    t = ingest.build(None, None, raw)
+    run = t["runs"].row(0, named=True)
+    assert (run["experiment"], run["partitions"], run["effective_partitions"]) == ("E000-MIX", 100, 10)
+    assert run["mixed_publish_p99_ms"] > 0 and run["n_windows"] >= 1
+    assert set(t["stats"]["metric"]) == {"publish", "e2e", "publish_delay", "publish_corrected", "e2e_corrected"}
