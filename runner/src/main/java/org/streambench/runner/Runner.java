@@ -235,7 +235,11 @@ public final class Runner {
         // ---- start ----
         if (o.startAt != null) {
             long waitMs = o.startAt - System.currentTimeMillis();
-            if (waitMs < 0) {
+            if (waitMs < -1000) {
+                // the processes' 10-s windows would not line up, so their parts could not be merged exactly
+                throw new IllegalStateException("set-up finished " + (-waitMs) + " ms after --start-at " + o.startAt
+                        + "; give the processes more lead time");
+            } else if (waitMs < 0) {
                 warnings.add("set-up finished " + (-waitMs) + " ms after --start-at; started late");
                 Log.warn(warnings.get(warnings.size() - 1));
                 startNanos = System.nanoTime();

@@ -1,0 +1,76 @@
+"""Command-line behaviour of runner/bin/omb-run and omb-merge that needs no broker."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = ROOT / "runner"
+BAD = RUNNER / "src" / "test" / "resources" / "bad"
+GOOD = RUNNER / "src" / "test" / "resources" / "good"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    if not (RUNNER / "target" / "omb-runner.jar").exists():
+        pytest.fail("runner not built: run `mvn -q -f runner/pom.xml package` first")
+
+
+def run(*args: str, cwd: Path = RUNNER) -> subprocess.CompletedProcess:
+    return subprocess.run([str(RUNNER / "bin" / "omb-run"), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["workload-zero-partitions", "workload-consumers-without-subscriptions",
+                                  "workload-typo-field", "workload-payload-size-mismatch"])
+def test_bad_workload_is_one_line_error_naming_file_and_field(name, tmp_path):
+    f = BAD / f"{name}.yaml"
+    expect = f.read_text().splitlines()[0].removeprefix("# expect: ")
+    out = tmp_path / "out.json"
+    p = run("--workload", str(f), "--driver", str(GOOD / "kafka.yaml"), "--output", str(out))
+    assert p.returncode == 2
+    err = [line for line in p.stderr.splitlines() if line.startswith("omb-run: error:")]
+    assert len(err) == 1, p.stderr
+    assert str(f) in err[0] and expect in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_validate_only_accepts_good_files():
+    p = run("--validate-only", "--workload", str(GOOD / "workload.yaml"), "--driver", str(GOOD / "pulsar.yaml"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("ok:")
+
+
+@pytest.mark.slow
+def test_cluster_file_must_match_driver(tmp_path):
+    c = tmp_path / "cluster.json"
+    c.write_text(json.dumps({"system": "pulsar", "pulsar": {"serviceUrl": "pulsar://127.0.0.1:1", "httpUrl": "http://127.0.0.1:1"}}))
+    p = run("--validate-only", "--workload", str(GOOD / "workload.yaml"), "--driver", str(GOOD / "kafka.yaml"), "--cluster", str(c))
+    assert p.returncode == 2
+    assert f"{c}: field 'kafka.bootstrapServers'" in p.stderr
+
+
+@pytest.mark.slow
+def test_unreachable_pulsar_fails_without_result(tmp_path):
+    c = tmp_path / "cluster.json"
+    c.write_text(json.dumps({"system": "pulsar", "pulsar": {"serviceUrl": "pulsar://127.0.0.1:9", "httpUrl": "http://127.0.0.1:9"}}))
+    out = tmp_path / "r.json"
+    p = run("--workload", str(GOOD / "workload.yaml"), "--driver", str(GOOD / "pulsar.yaml"), "--cluster", str(c),
+            "--output", str(out), "--log", str(tmp_path / "r.log"))
+    assert p.returncode == 1, p.stderr
+    assert not out.exists()
+    assert "run failed" in (tmp_path / "r.log").read_text()
+
+
+@pytest.mark.slow
+def test_merge_rejects_a_non_runner_file(tmp_path):
+    f = tmp_path / "omb.json"
+    f.write_text(json.dumps({"workload": "x"}))
+    p = subprocess.run([str(RUNNER / "bin" / "omb-merge"), "--output", str(tmp_path / "m.json"), str(f)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert f"{f}: field 'x-streambench'" in p.stderr

@@ -1,0 +1,191 @@
+"""Integration tests of runner/bin/omb-run against real 3-node clusters started with `python -m systems`.
+
+One cluster at a time (module-scoped, parametrised fixture: all Kafka tests, then all Pulsar tests); the cluster is
+brought down in the fixture's finally block, also when `up` or a test fails. Needs the runner built
+(`mvn -q -f runner/pom.xml package`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = ROOT / "runner"
+OMB_RUN = RUNNER / "bin" / "omb-run"
+OMB_MERGE = RUNNER / "bin" / "omb-merge"
+TESTDATA = RUNNER / "testdata"
+DRIVERS = {"kafka": TESTDATA / "kafka-3node.yaml", "pulsar": TESTDATA / "pulsar-3bookie.yaml"}
+STEADY = TESTDATA / "1-topic-10-partitions-1kb-2k-20s.yaml"
+BACKLOG = TESTDATA / "backlog-10mb.yaml"
+
+OMB_KEYS = ["workload", "driver", "messageSize", "topics", "partitions", "producersPerTopic", "consumersPerTopic",
+            "publishRate", "publishErrorRate", "consumeRate", "backlog"]
+_PCT = ["Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max"]
+OMB_KEYS += [f"publishLatency{p}" for p in _PCT] + [f"publishDelayLatency{p}" for p in _PCT]
+OMB_KEYS += [f"aggregatedPublishLatency{p}" for p in _PCT] + [f"aggregatedPublishDelayLatency{p}" for p in _PCT]
+OMB_KEYS += ["aggregatedPublishLatencyQuantiles", "aggregatedPublishDelayLatencyQuantiles"]
+OMB_KEYS += [f"endToEndLatency{p}" for p in _PCT] + ["aggregatedEndToEndLatencyQuantiles"]
+OMB_KEYS += [f"aggregatedEndToEndLatency{p}" for p in _PCT]
+assert len(OMB_KEYS) == 62
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("STREAMBENCH_ROOT", str(ROOT))
+    env["PYTHONPATH"] = f"{ROOT}:{ROOT / 'hw-probes'}" + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("MAVEN_OPTS", f"-Dmaven.repo.local={ROOT / '.cache' / 'm2'}")
+    return env
+
+
+def _require_built() -> None:
+    if not (RUNNER / "target" / "omb-runner.jar").exists():
+        pytest.fail("runner not built: run `mvn -q -f runner/pom.xml package` first")
+
+
+def _systems(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "systems", *args], cwd=ROOT, env=_env(), timeout=timeout,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module", params=["kafka", "pulsar"])
+def cluster(request, tmp_path_factory):
+    _require_built()
+    system = request.param
+    rundir = tmp_path_factory.mktemp(f"{system}-L1")
+    try:
+        up = _systems("up", system, "--level", "L1", "--dir", str(rundir), timeout=900)
+        if up.returncode != 0:
+            pytest.fail(f"python -m systems up {system} failed ({up.returncode}):\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}")
+        cj = rundir / "cluster.json"
+        yield system, cj, json.loads(cj.read_text())
+    finally:
+        down = _systems("down", "--dir", str(rundir), timeout=300)
+        assert down.returncode == 0, f"systems down failed: {down.stdout}\n{down.stderr}"
+
+
+def omb_run(workload: Path, driver: Path, out: Path, cluster_json: Path | None, *extra: str,
+            timeout: float = 600) -> subprocess.CompletedProcess:
+    cmd = [str(OMB_RUN), "--workload", str(workload), "--driver", str(driver), "--output", str(out),
+           "--log", str(out.with_suffix(".log")), *extra]
+    if cluster_json is not None:
+        cmd += ["--cluster", str(cluster_json)]
+    return subprocess.run(cmd, cwd=ROOT, timeout=timeout, capture_output=True, text=True)
+
+
+def check_result(res: dict, cluster_obj: dict) -> dict:
+    assert list(res)[:62] == OMB_KEYS, "every OMB TestResult key, in OMB's order"
+    assert list(res)[62:] == ["x-streambench"]
+    x = res["x-streambench"]
+    assert x["cluster"] == cluster_obj, "cluster.json echoed whole"
+    assert x["runner"]["version"] and x["runner"]["gitRevision"]
+    for h in ("publish", "publishCorrected", "publishDelay", "endToEnd", "endToEndCorrected"):
+        assert isinstance(x["histograms"][h], str) and len(x["histograms"][h]) > 10
+    assert len(x["histograms"]["perPeriod"]["publish"]) == len(res["publishRate"])
+    assert x["publishLatencyCorrected"]["p99"] >= x["publishLatencyMs"]["p50"]
+    assert x["timeSeries"]["intervalSeconds"] == 1 and len(x["timeSeries"]["publishRate"]) >= 20
+    a = x["audit"]
+    assert a["sendErrors"] == 0, a
+    assert a["acked"] == a["sent"] > 0, a
+    assert a["lost"] == 0 and a["duplicated"] == 0, a
+    assert a["drained"] is True, a
+    for sub in a["receivedPerSubscription"].values():
+        assert sub["unique"] == a["acked"], sub
+    return x
+
+
+@pytest.mark.integration
+def test_steady_workload_yields_valid_result_with_clean_audit(cluster, tmp_path):
+    system, cj, cobj = cluster
+    out = tmp_path / "steady.json"
+    p = omb_run(STEADY, DRIVERS[system], out, cj)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(out.read_text())
+    x = check_result(res, cobj)
+    assert res["partitions"] == 10 and res["messageSize"] == 1024 and res["topics"] == 1
+    assert len(res["publishRate"]) == 2, "20 s measured = two 10-s windows"
+    # the open-loop schedule keeps the rate even on a noisy machine (the producers never block at 2 MB/s)
+    assert x["producerRate"]["achieved"] == pytest.approx(2000, rel=0.10)
+    assert x["endToEndLatencyMicros"]["count"] > 30_000
+    assert "Pub rate" in p.stderr, "progress lines on stderr"
+    assert not list(tmp_path.glob("*.tmp-*")), "no temp file left"
+
+
+@pytest.mark.integration
+def test_backlog_workload_drains_and_reports_a_drain_rate(cluster, tmp_path):
+    system, cj, cobj = cluster
+    out = tmp_path / "backlog.json"
+    p = omb_run(BACKLOG, DRIVERS[system], out, cj)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(out.read_text())
+    x = check_result(res, cobj)
+    b = x["backlog"]
+    assert b["targetMessages"] == 10 * 1024
+    assert b["backlogAtRelease"] >= b["targetMessages"]
+    assert b["releaseTime"] and b["chaseCompleteTime"], b
+    assert b["chaseTimeSeconds"] > 0
+    assert b["drainRateMsgs"] > 2000, "draining means reading faster than the producers write"
+    assert b["drainRateMBps"] == pytest.approx(b["drainRateMsgs"] * 1024 / 1048576)
+    assert b["publishLatencyDuringDrainMs"]["count"] > 0
+    assert b["drained"] is True
+
+
+@pytest.mark.integration
+def test_two_processes_merge_exactly(cluster, tmp_path):
+    system, cj, cobj = cluster
+    start_at = int(time.time() * 1000) + 90_000  # JVM start + set-up on a loaded 2-core machine
+    procs = []
+    for i in range(2):
+        out = tmp_path / f"part-{i}.json"
+        cmd = [str(OMB_RUN), "--workload", str(STEADY), "--driver", str(DRIVERS[system]), "--cluster", str(cj),
+               "--output", str(out), "--log", str(tmp_path / f"part-{i}.log"),
+               "--process-index", str(i), "--process-count", "2", "--start-at", str(start_at)]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-4000:]
+    parts = [json.loads((tmp_path / f"part-{i}.json").read_text()) for i in range(2)]
+    merged_path = tmp_path / "merged.json"
+    m = subprocess.run([str(OMB_MERGE), "--output", str(merged_path), *(str(tmp_path / f"part-{i}.json") for i in range(2))],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert m.returncode == 0, m.stderr
+    merged = json.loads(merged_path.read_text())
+    x = check_result(merged, cobj)
+    # counts are sums of the parts; each process sent half the load
+    assert x["audit"]["acked"] == sum(p["x-streambench"]["audit"]["acked"] for p in parts)
+    for p in parts:
+        assert p["x-streambench"]["producerRate"]["processShare"] == 0.5
+    n = len(merged["publishRate"])
+    assert n == 2
+    for i in range(n):
+        assert merged["publishRate"][i] == pytest.approx(sum(p["publishRate"][i] for p in parts), rel=0.01)
+    assert x["publishLatencyMs"]["count"] == sum(p["x-streambench"]["publishLatencyMs"]["count"] for p in parts)
+    assert x["process"]["count"] == 2 and len(x["process"]["merged"]) == 2
+
+
+@pytest.mark.integration
+def test_failed_run_writes_no_result_and_exits_nonzero(cluster, tmp_path):
+    system, cj, cobj = cluster
+    out = tmp_path / "fail.json"
+    if system == "kafka":
+        drv = tmp_path / "kafka-rf5.yaml"   # 5 replicas on 3 brokers: topic creation fails on the broker
+        drv.write_text(DRIVERS["kafka"].read_text().replace("replicationFactor: 3", "replicationFactor: 5"))
+    else:
+        drv = tmp_path / "pulsar-bad-tenant.yaml"   # an invalid tenant name: the admin REST call fails
+        drv.write_text(DRIVERS["pulsar"].read_text().replace("namespacePrefix: benchmark/ns", "namespacePrefix: bad!tenant/ns"))
+    p = omb_run(STEADY, drv, out, cj, timeout=300)
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert not out.exists(), "a failed run writes no result"
+    assert not list(tmp_path.glob("fail.json.tmp-*"))
+    assert out.with_suffix(".log").exists() and "run failed" in out.with_suffix(".log").read_text()
