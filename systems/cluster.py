@@ -115,7 +115,10 @@ class Run:
         try:
             rc = p.wait(timeout=min(timeout, max(1.0, self.deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
-            raise SystemsError(f"{name}: did not finish within the start-up timeout") from None
+            log = self.node_dir(name.rsplit("-format", 1)[0]) / "format.log" if name.endswith("-format") else None
+            extra = f"; last lines of {log}:\n{tail(log)}" if log else ""
+            raise SystemsError(f"{name}: did not finish within the start-up timeout "
+                               f"({self.cfg['startup_timeout_seconds']} s){extra}") from None
         (pid_dir(self.rundir) / f"{name}.json").unlink(missing_ok=True)
         return rc
 

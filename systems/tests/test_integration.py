@@ -1,0 +1,261 @@
+"""Real Kafka and Pulsar clusters (3 KRaft nodes; ZooKeeper + 3 bookies + broker) at L1 and L4.
+
+Each test: `python -m systems up`, check the effective settings read back, produce and consume 10 000 keyed
+messages with the level's client settings and check that all arrive, in order per key; at L4 also kill -9
+one node while the cluster runs; then `down`, and assert that no process and no listening port remains.
+Needs the distributions (`python -m systems prepare kafka|pulsar`); about 5-7 minutes on a loaded 2-core box.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from systems import dist, proc
+from systems import durability as dur
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+N_MESSAGES = 10_000
+N_KEYS = 50
+
+
+def _cli(*args, timeout=400, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "systems", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=timeout, env=e)
+
+
+def _require(system):
+    try:
+        dist.require_dist(system)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(str(e))
+
+
+def _listening_not_loopback(pids):
+    """Listening TCP sockets of the given processes that are not bound to 127.0.0.1."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    bad = []
+    for line in out.splitlines():
+        if any(f"pid={p}," in line for p in pids):
+            local = line.split()[3]
+            if not (local.startswith("127.0.0.1:") or local.startswith("[::ffff:127.0.0.1]:")):
+                bad.append(line)
+    return bad
+
+
+class Cluster:
+    def __init__(self, system, level, rundir):
+        self.system, self.level, self.rundir = system, level, rundir
+
+    def __enter__(self):
+        r = _cli("up", self.system, "--level", self.level, "--dir", str(self.rundir))
+        if r.returncode != 0:
+            # `up` must have cleaned up after itself
+            assert not [x for x in proc.read_pid_records(self.rundir) if x.alive()]
+            pytest.fail(f"up failed:\n{r.stderr[-3000:]}")
+        self.doc = json.loads((self.rundir / "cluster.json").read_text())
+        return self
+
+    def __exit__(self, *exc):
+        recs = proc.read_pid_records(self.rundir)
+        r = _cli("down", "--dir", str(self.rundir), timeout=120)
+        assert r.returncode == 0, r.stderr
+        # nothing of the cluster survives: no process group member, no listening port
+        for rec in recs:
+            assert not proc.group_members(rec.pgid), rec.node
+        for n in self.doc["nodes"]:
+            assert proc.proc_start_time(n["pid"]) is None or not proc.group_members(n["pgid"]), n["name"]
+            for port in n["ports"].values():
+                assert not proc.port_listening(port), f"{n['name']} port {port} still listening"
+        return False
+
+    def pids(self):
+        return [n["pid"] for n in self.doc["nodes"]]
+
+    def kill9(self, name):
+        node = next(n for n in self.doc["nodes"] if n["name"] == name)
+        os.kill(node["pid"], signal.SIGKILL)
+        deadline = time.time() + 10
+        while proc.proc_start_time(node["pid"]) is not None and time.time() < deadline:
+            time.sleep(0.1)
+        st = json.loads(_cli("status", "--dir", str(self.rundir)).stdout)
+        assert st["state"] == "degraded"
+        assert [x["alive"] for x in st["nodes"] if x["node"] == name] == [False]
+
+
+def _check_order(received):
+    per_key = {}
+    for key, seq in received:
+        per_key.setdefault(key, []).append(seq)
+    assert sum(len(v) for v in per_key.values()) == N_MESSAGES
+    for key, seqs in per_key.items():
+        assert seqs == list(range(len(seqs))), f"key {key}: out of order or missing"
+    assert len(per_key) == N_KEYS
+
+
+# --------------------------------------------------------------------------------------------- Kafka
+def _kafka_roundtrip(doc):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    client = dur.client_settings("kafka", doc["level"], doc["tuning"])
+    assert doc["client"] == client
+    bs = doc["kafka"]["bootstrapServers"]
+    topic = "t-roundtrip"
+    admin = AdminClient({"bootstrap.servers": bs, "log_level": 2})
+    admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=client["replicationFactor"],
+                                  config=client["topicConfig"])])[topic].result(timeout=60)
+    deadline = time.time() + 30  # wait until every broker knows the new topic
+    while time.time() < deadline and topic not in admin.list_topics(timeout=10).topics:
+        time.sleep(0.2)
+    # auto topic creation is off: asking for an unknown topic's metadata does not create it
+    admin.list_topics(topic="t-unknown", timeout=10)
+    time.sleep(1)
+    assert "t-unknown" not in admin.list_topics(timeout=10).topics
+    p = Producer({"bootstrap.servers": bs, **client["producerConfig"], "log_level": 2})
+    errors = []
+    counters = [0] * N_KEYS
+    for i in range(N_MESSAGES):
+        k = i % N_KEYS
+        p.produce(topic, key=f"k{k}", value=str(counters[k]).encode(),
+                  on_delivery=lambda err, msg: errors.append(err) if err else None)
+        counters[k] += 1
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(60) == 0
+    assert errors == []
+    c = Consumer({"bootstrap.servers": bs, "group.id": "g-roundtrip", **client["consumerConfig"], "log_level": 2})
+    c.subscribe([topic])
+    got = []
+    deadline = time.time() + 90
+    while len(got) < N_MESSAGES and time.time() < deadline:
+        for m in c.consume(num_messages=1000, timeout=1.0):
+            assert m.error() is None, m.error()
+            got.append((m.key().decode(), int(m.value())))
+    c.close()
+    _check_order(got)
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("level", ["L1", "L4"])
+def test_kafka_cluster(tmp_path, level):
+    _require("kafka")
+    with Cluster("kafka", level, tmp_path / "run") as cl:
+        doc = cl.doc
+        assert doc["system"] == "kafka" and doc["level"] == level and len(doc["nodes"]) == 3
+        assert doc["kafka"]["bootstrapServers"].count("127.0.0.1:") == 3
+        want = dur.server_settings("kafka", level)
+        for b in doc["effective"]["brokers"].values():
+            assert b["auto.create.topics.enable"] == "false"
+            assert b["log.flush.interval.messages"] == str(want["broker"]["log.flush.interval.messages"])
+        assert doc["effective"]["topic"]["config"]["flush.messages"] == ("1" if level == "L1" else "10000")
+        assert doc["effective"]["topic"]["replicationFactor"] == 3
+        assert doc["client"]["producerConfig"]["acks"] == ("all" if level == "L1" else "1")
+        assert doc["readySeconds"] > 0 and isinstance(doc["pageCacheDropped"]["dropped"], bool)
+        assert _listening_not_loopback(cl.pids()) == []
+        r = _cli("verify", "--dir", str(cl.rundir))
+        assert r.returncode == 0, r.stderr
+        _kafka_roundtrip(doc)
+        if level == "L4":
+            cl.kill9("kafka-2")  # a node crashes mid-run; `down` (in __exit__) must still clean up
+
+
+# --------------------------------------------------------------------------------------------- Pulsar
+def _pulsar_roundtrip(doc):
+    import pulsar
+
+    client_s = dur.client_settings("pulsar", doc["level"], doc["tuning"])
+    assert doc["client"] == client_s
+    http = doc["pulsar"]["httpUrl"]
+    topic = "persistent://public/default/t-roundtrip"
+    req = urllib.request.Request(f"{http}/admin/v2/persistent/public/default/t-roundtrip/partitions",
+                                 data=b"3", method="PUT", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status in (200, 204)
+    client = pulsar.Client(doc["pulsar"]["serviceUrl"], logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+                           operation_timeout_seconds=60)
+    try:
+        # auto topic creation is off: a producer on an unknown topic is refused
+        with pytest.raises(Exception):
+            client.create_producer("persistent://public/default/t-unknown", send_timeout_millis=5000)
+        cons = client.subscribe(topic, "s-roundtrip", initial_position=pulsar.InitialPosition.Earliest,
+                                receiver_queue_size=client_s["consumer"]["receiverQueueSize"])
+        ps = client_s["producer"]
+        prod = client.create_producer(topic, batching_enabled=ps["batchingEnabled"],
+                                      batching_max_publish_delay_ms=ps["batchingMaxPublishDelayMs"],
+                                      batching_max_allowed_size_in_bytes=ps["batchingMaxBytes"],
+                                      block_if_queue_full=True, max_pending_messages=ps["pendingQueueSize"],
+                                      batching_type=pulsar.BatchingType.KeyBased)
+        errors = []
+        counters = [0] * N_KEYS
+        for i in range(N_MESSAGES):
+            k = i % N_KEYS
+            prod.send_async(str(counters[k]).encode(), partition_key=f"k{k}",
+                            callback=lambda res, mid: errors.append(res) if res != pulsar.Result.Ok else None)
+            counters[k] += 1
+        prod.flush()
+        assert errors == []
+        got = []
+        deadline = time.time() + 90
+        while len(got) < N_MESSAGES and time.time() < deadline:
+            try:
+                m = cons.receive(timeout_millis=1000)
+            except pulsar.Timeout:
+                continue
+            got.append((m.partition_key(), int(m.data())))
+            cons.acknowledge(m)
+        _check_order(got)
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(500)
+@pytest.mark.parametrize("level", ["L1", "L4"])
+def test_pulsar_cluster(tmp_path, level):
+    _require("pulsar")
+    with Cluster("pulsar", level, tmp_path / "run") as cl:
+        doc = cl.doc
+        roles = sorted(n["role"] for n in doc["nodes"])
+        assert roles == ["bookie", "bookie", "bookie", "broker", "metadata-store"]
+        want = dur.server_settings("pulsar", level)
+        eff = doc["effective"]
+        ack = 2 if level == "L1" else 1
+        assert eff["namespacePersistence"] == {"namespace": "public/default", "ensemble": 3, "writeQuorum": 3,
+                                               "ackQuorum": ack}
+        assert eff["ledger"]["ackQuorum"] == ack and eff["ledger"]["ensemble"] == 3
+        assert eff["broker"]["allowAutoTopicCreation"] == "false"
+        assert len(eff["registeredBookies"]) == 3
+        for b in eff["bookies"].values():
+            assert b["journalSyncData"] == str(want["bookie"]["journalSyncData"]).lower()
+            assert b["journalWriteData"] == "true"
+        assert _listening_not_loopback(cl.pids()) == []
+        r = _cli("verify", "--dir", str(cl.rundir))
+        assert r.returncode == 0, r.stderr
+        _pulsar_roundtrip(doc)
+        if level == "L4":
+            cl.kill9("bookie-2")  # a bookie crashes mid-run; `down` must still clean up
+
+
+# --------------------------------------------------------------------------------------------- failures
+@pytest.mark.timeout(200)
+def test_startup_timeout_fails_with_log_and_leaves_nothing(tmp_path):
+    _require("kafka")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("systems:\n  startup_timeout_seconds: 5\n  drop_caches: false\n")
+    rundir = tmp_path / "run"
+    r = _cli("--config", str(cfg), "up", "kafka", "--level", "L2", "--dir", str(rundir))
+    assert r.returncode == 2, r.stderr
+    assert "start-up timeout" in r.stderr or "not ready" in r.stderr, r.stderr
+    assert "last lines of" in r.stderr, r.stderr
+    assert not (rundir / "cluster.json").exists()
+    assert not [x for x in proc.read_pid_records(rundir) if x.alive()]
+    out = subprocess.run(["pgrep", "-f", str(rundir)], capture_output=True, text=True).stdout.split()
+    assert out == [], out
