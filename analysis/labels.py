@@ -101,7 +101,7 @@ def parse_published_path(rel: str) -> dict:
     }
 
 
-_RAW = re.compile(r"^(?P<testbed>[A-Za-z0-9_.-]+)/(?P<system>kafka|pulsar)/(?P<level>L[1-4](?:-bypass)?)"
+_RAW = re.compile(r"^(?P<testbed>[A-Za-z0-9_.-]+)/(?P<system>[a-z][a-z0-9_-]*)/(?P<level>L[1-4](?:-bypass)?)"
                   r"(?:\+(?P<tuning>[A-Za-z0-9_.+-]+))?/(?P<workload>[A-Za-z0-9_.+-]+)/rep-(?P<rep>\d+)\.json$")
 # workloads/omb file names: 1-topic-100-partitions-1kb-2p-2c-10sub-200k(-backlog|-mixed), ...-max, [--rate-N]
 _WL = re.compile(r"^(?P<topics>\d+)-topics?-(?P<partitions>\d+)-partitions?-(?P<size>\d+)(?P<unit>b|kb)"

@@ -69,6 +69,10 @@ def test_raw_path():
         labels.parse_raw_path("local/kafka/L2-bypass/w/rep-1.json")
     with pytest.raises(InputError, match="local/kafka/L5/w/rep-1.json"):
         labels.parse_raw_path("local/kafka/L5/w/rep-1.json")
+    with pytest.raises(InputError, match="local/kafka/L1/w/run-1.json"):
+        labels.parse_raw_path("local/kafka/L1/w/run-1.json")
+    # a system other than Kafka/Pulsar (e.g. Pravega for study 001) is labelled, not rejected
+    assert labels.parse_raw_path("local/pravega/L1/w/rep-1.json")["series"] == "pravega-ack-2"
 
 
 @pytest.mark.parametrize("workload, experiment, shape", [
