@@ -42,9 +42,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _term_raises() -> None:
+    """SIGTERM unwinds like Ctrl-C, so the finally block below stops the broker (no orphan)."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        pass
+
+
 @contextlib.contextmanager
 def single_broker(heap: str = "1g", extra: dict[str, str] | None = None):
     """Yields the bootstrap address of a fresh single-node broker."""
+    _term_raises()
     libs = kafka_libs()
     work = Path(tempfile.mkdtemp(prefix="omb-bench-kafka-"))
     port, cport = free_port(), free_port()
@@ -70,8 +81,6 @@ def single_broker(heap: str = "1g", extra: dict[str, str] | None = None):
     cp = f"{libs}/*"
     cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     subprocess.run(["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
-                    "format", "-t", cid, "-c", str(conf), "--standalone"] if False else
-                   ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
                     "format", "-t", cid, "-c", str(conf), "--ignore-formatted"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc = subprocess.Popen(["java", f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={log4j}",

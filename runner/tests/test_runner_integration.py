@@ -109,8 +109,10 @@ def test_steady_workload_yields_valid_result_with_clean_audit(cluster, tmp_path)
     x = check_result(res, cobj)
     assert res["partitions"] == 10 and res["messageSize"] == 1024 and res["topics"] == 1
     assert len(res["publishRate"]) == 2, "20 s measured = two 10-s windows"
-    # the open-loop schedule keeps the rate even on a noisy machine (the producers never block at 2 MB/s)
-    assert x["producerRate"]["achieved"] == pytest.approx(2000, rel=0.10)
+    # the open-loop schedule: over the whole run the producers sent what the 2 000 msg/s schedule asked for (a stall
+    # in the warm-up is caught up by sending back-to-back, so a single window may run above the rate)
+    run_seconds = x["warmupSeconds"] + x["measurementSeconds"]
+    assert x["audit"]["sent"] == pytest.approx(2000 * run_seconds, rel=0.05)
     assert x["endToEndLatencyMicros"]["count"] > 30_000
     assert "Pub rate" in p.stderr, "progress lines on stderr"
     assert not list(tmp_path.glob("*.tmp-*")), "no temp file left"

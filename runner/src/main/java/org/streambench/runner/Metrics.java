@@ -1,7 +1,6 @@
 package org.streambench.runner;
 
 import org.HdrHistogram.Histogram;
-import org.HdrHistogram.Recorder;
 
 import java.util.concurrent.atomic.LongAdder;
 
@@ -11,12 +10,12 @@ public final class Metrics {
     public static final String[] NAMES = {"publish", "publishCorrected", "publishDelay", "endToEnd", "endToEndCorrected", "endToEndCatchUp"};
     public static final int N = NAMES.length;
 
-    final Recorder[] rec = new Recorder[N];
+    final StripedRecorder[] rec = new StripedRecorder[N];
     public final LongAdder sent = new LongAdder(), acked = new LongAdder(), errors = new LongAdder(),
             received = new LongAdder(), e2eNegative = new LongAdder();
 
     public Metrics() {
-        for (int i = 0; i < N; i++) rec[i] = new Recorder(3);
+        for (int i = 0; i < N; i++) rec[i] = new StripedRecorder();
     }
 
     /** Send completion: times in nanoTime. */
@@ -24,9 +23,9 @@ public final class Metrics {
         if (err != null) { errors.increment(); return; }
         long now = System.nanoTime();
         acked.increment();
-        rec[PUBLISH].recordValue(Math.max(0, (now - sendNanos) / 1000));
-        rec[PUBLISH_CORRECTED].recordValue(Math.max(0, (now - intendedNanos) / 1000));
-        rec[PUBLISH_DELAY].recordValue(Math.max(0, (sendNanos - intendedNanos) / 1000));
+        rec[PUBLISH].record(Math.max(0, (now - sendNanos) / 1000));
+        rec[PUBLISH_CORRECTED].record(Math.max(0, (now - intendedNanos) / 1000));
+        rec[PUBLISH_DELAY].record(Math.max(0, (sendNanos - intendedNanos) / 1000));
     }
 
     /** A delivery: end-to-end from the header's send and intended times. */
@@ -36,18 +35,18 @@ public final class Metrics {
         long l = now - sendMicros;
         if (l < 0) { e2eNegative.increment(); l = 0; }
         if (catchUp) {
-            rec[E2E_CATCHUP].recordValue(l);
+            rec[E2E_CATCHUP].record(l);
         } else {
-            rec[E2E].recordValue(l);
-            rec[E2E_CORRECTED].recordValue(Math.max(0, now - intendedMicros));
+            rec[E2E].record(l);
+            rec[E2E_CORRECTED].record(Math.max(0, now - intendedMicros));
         }
     }
 
-    /** Interval histograms since the last call (one array of N). */
+    /** Interval histograms since the last call (one array of N; recycle is ignored). */
     public Histogram[] interval(Histogram[] recycle) {
         Histogram[] out = new Histogram[N];
         for (int i = 0; i < N; i++) {
-            out[i] = recycle == null ? rec[i].getIntervalHistogram() : rec[i].getIntervalHistogram(recycle[i]);
+            out[i] = rec[i].interval();
         }
         return out;
     }

@@ -1,0 +1,77 @@
+"""Shared helpers of the runner's benchmark scripts: temp workload/driver files and one omb-run call."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+OMB_RUN = ROOT / "runner" / "bin" / "omb-run"
+
+
+def require_built() -> None:
+    if not (ROOT / "runner" / "target" / "omb-runner.jar").exists():
+        sys.exit("runner not built: run `mvn -q -f runner/pom.xml package` first")
+
+
+def kafka_driver(path: Path, producer: dict[str, str], name: str = "Kafka-bench") -> Path:
+    props = "".join(f"{k}={v}\n" for k, v in producer.items())
+    path.write_text(yaml.safe_dump({
+        "name": name,
+        "driverClass": "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver",
+        "replicationFactor": 1,
+        "topicConfig": "min.insync.replicas=1\n",
+        "commonConfig": "bootstrap.servers=127.0.0.1:9092\n",
+        "producerConfig": props,
+        "consumerConfig": "auto.offset.reset=earliest\nenable.auto.commit=false\nmax.partition.fetch.bytes=10485760\n",
+    }, sort_keys=False))
+    return path
+
+
+def workload(path: Path, *, rate: int, seconds: int, warmup: int, partitions: int = 10, subscriptions: int = 0,
+             producers: int = 1, size: int = 1024) -> Path:
+    path.write_text(yaml.safe_dump({
+        "name": f"bench {rate} msg/s", "topics": 1, "partitionsPerTopic": partitions, "keyDistributor": "NO_KEY",
+        "messageSize": size, "useRandomizedPayloads": True, "randomBytesRatio": 1.0, "randomizedPayloadPoolSize": 1000,
+        "subscriptionsPerTopic": subscriptions, "producersPerTopic": producers,
+        "consumerPerSubscription": 1 if subscriptions else 0, "producerRate": rate, "consumerBacklogSizeGB": 0,
+        "testDurationMinutes": 1, "warmupDurationMinutes": 0,
+        "x-streambench": {"testDurationSeconds": seconds, "warmupDurationSeconds": warmup},
+    }, sort_keys=False))
+    return path
+
+
+def run_omb(wl: Path, drv: Path, bootstrap: str, out: Path, *, popen_hook=None, java_opts: str | None = None) -> dict:
+    cluster = out.with_suffix(".cluster.json")
+    cluster.write_text(json.dumps({"system": "kafka", "kafka": {"bootstrapServers": bootstrap}}))
+    env = None
+    if java_opts:
+        import os
+        env = dict(os.environ, OMB_RUN_JAVA_OPTS=java_opts)
+    cmd = [str(OMB_RUN), "--workload", str(wl), "--driver", str(drv), "--cluster", str(cluster), "--output", str(out),
+           "--log", str(out.with_suffix(".log"))]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if popen_hook:
+            popen_hook(p)
+        _, err = p.communicate(timeout=7200)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if p.returncode != 0:
+        raise RuntimeError(f"omb-run failed ({p.returncode}):\n{err[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def tmpdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="omb-bench-"))

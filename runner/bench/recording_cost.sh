@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Recording cost per message of the runner's bookkeeping (payload copy + audit header on send, three publish
+# histograms on ack, header parse + two e2e histograms + audit on receive): CPU ns per message, median of rounds,
+# and the ratio to the 1 µs target. Usage: runner/bench/recording_cost.sh [rounds] [msgsPerRound]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[[ -f "$HERE/target/omb-runner.jar" ]] || { echo "runner not built: run mvn -q -f runner/pom.xml package" >&2; exit 2; }
+for threads in 1 2; do
+  java -Xmx1g -cp "$HERE/target/omb-runner.jar:$HERE/target/lib/*" org.streambench.runner.bench.RecordingCost "${1:-7}" "${2:-2000000}" "$threads"
+done
