@@ -202,8 +202,16 @@ def _verify(run, create: bool, timeout: float) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise SystemsError(f"kafka: topic {VERIFY_TOPIC} has no full in-sync replica set after {timeout} s")
         time.sleep(0.5)
-    futs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, VERIFY_TOPIC)], request_timeout=15)
-    cfg = next(iter(futs.values())).result(timeout=30)
+    while True:
+        # the broker asked may not have the new topic's metadata yet: retry until the deadline
+        futs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, VERIFY_TOPIC)], request_timeout=15)
+        try:
+            cfg = next(iter(futs.values())).result(timeout=30)
+            break
+        except KafkaException as e:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     got = {k: cfg[k].value if k in cfg else None for k in exp_t}
     effective["topic"] = {"name": VERIFY_TOPIC, "replicationFactor": len(next(iter(t.partitions.values())).replicas),
                           "inSyncReplicas": min(len(p.isrs) for p in t.partitions.values()), "config": got}

@@ -251,7 +251,13 @@ def test_startup_timeout_fails_with_log_and_leaves_nothing(tmp_path):
     cfg = tmp_path / "config.yaml"
     cfg.write_text("systems:\n  startup_timeout_seconds: 5\n  drop_caches: false\n")
     rundir = tmp_path / "run"
+    rundir.mkdir()
+    # a stale "node" left by a crashed earlier run in the same RUNDIR: `up` must stop it first
+    stale, rec = proc.start_process(rundir, "kafka-9", ["sleep", "300"], cwd=rundir, log=rundir / "stale.log",
+                                    env=dict(os.environ))
     r = _cli("--config", str(cfg), "up", "kafka", "--level", "L2", "--dir", str(rundir))
+    assert "stale cluster found (kafka-9)" in r.stderr, r.stderr
+    assert stale.wait(5) is not None and not rec.alive()
     assert r.returncode == 2, r.stderr
     assert "start-up timeout" in r.stderr or "not ready" in r.stderr, r.stderr
     assert "last lines of" in r.stderr, r.stderr
