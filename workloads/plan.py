@@ -122,6 +122,9 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
             _check_names(path, f"scales.{scale_name}.experiments", scale["experiments"], tuple(doc["experiments"]), "experiment")
         if "levels" in scale:
             _check_names(path, f"scales.{scale_name}.levels", scale["levels"], _levels_union(catalog, catalog.systems), "level")
+        for wl in scale.get("skip_workloads", []):
+            if not (omb_dir / f"{wl}.yaml").is_file():
+                raise PlanError(f"{path}: scales.{scale_name}.skip_workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
 
 
 def _levels_union(catalog: Catalog, systems) -> tuple[str, ...]:
@@ -168,6 +171,8 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
                 for tuning in tunings:
                     for variant in variants:
                         for wl in exp["workloads"]:
+                            if wl in scale.get("skip_workloads", []):
+                                continue
                             for rate in rates:
                                 for rep in range(1, reps + 1):
                                     run = Run(system, level, tuning, variant, wl, rate, rep, (exp_id,), default_tuning)

@@ -17,11 +17,12 @@ from workloads import plan as _wl_plan
 
 WL_TESTBED = config["testbed"]
 try:
-    _WL_DOC = _wl_plan.load()
+    WL_FILE = config["workloads"]["experiments_file"]
+    _WL_DOC = _wl_plan.load(WL_FILE)
     _WL_CATALOG = _wl_drivers.catalog(_wl_dur.load(config["systems"]["durability_file"]))
-    _wl_plan.check(_WL_DOC, _WL_CATALOG)
+    _wl_plan.check(_WL_DOC, _WL_CATALOG, WL_FILE)
     WL_SCALE = config["workloads"]["scale"] or (WL_TESTBED if WL_TESTBED in _WL_DOC["scales"] else "local")
-    WL_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, only=config["workloads"]["experiments"])
+    WL_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=config["workloads"]["experiments"])
 except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
@@ -63,9 +64,10 @@ rule runner_build:
 rule benchmark_run:
     input:
         runner=RUNNER_JAR,
-        prepared=lambda wc: globals().get("SYSTEMS_PREPARED", {}).get(wc.system, []),
+        prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
+        experiments=WL_FILE,
     output:
         status=f"{WL_RUNS_DIR}/status/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.json",
     log:
@@ -79,13 +81,14 @@ rule benchmark_run:
             lambda r: f"--system {r.system} --level {r.level} --tuning {r.tuning} --workload {r.base_workload}"
             + (f" --variant {r.variant}" if r.variant else "")
             + (f" --rate {r.rate}" if r.rate else "")
-            + f" --rep {r.rep} --default-tuning {r.default_tuning}"
+            + f" --rep {r.rep} --default-tuning {r.default_tuning} --in-experiments {','.join(r.experiments)}"
         )(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
         cluster=1,
     shell:
         "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --testbed {WL_TESTBED} --scale {WL_SCALE}"
+        " --experiments {input.experiments}"
         " {params.args} --result {params.result} --status {output.status} --log {log}"
 
 

@@ -62,6 +62,16 @@ class Clusters:
         except (OSError, ValueError):
             return None
 
+    @staticmethod
+    def running(rundir: str) -> bool:
+        """True when every node of the cluster in rundir still runs (`systems status` says "running")."""
+        res = subprocess.run([sys.executable, "-m", "systems", "status", "--dir", rundir], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        try:
+            return res.returncode == 0 and json.loads(res.stdout).get("state") == "running"
+        except ValueError:
+            return False
+
     def down(self, log: Path) -> None:
         cur = self.read()
         if cur is None:
@@ -71,9 +81,8 @@ class Clusters:
 
     def ensure(self, run: plan.Run, log: Path) -> Path:
         cur = self.read()
-        if cur and cur["key"] == run.cluster_key:
-            if systems_cli("status", "--dir", cur["dir"], log=log).returncode == 0:
-                return Path(cur["dir"])
+        if cur and cur["key"] == run.cluster_key and self.running(cur["dir"]):
+            return Path(cur["dir"])
         self.down(log)
         rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
         self.base.mkdir(parents=True, exist_ok=True)
@@ -85,8 +94,9 @@ class Clusters:
         return rundir
 
 
-def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path) -> dict:
-    doc = plan.load()
+def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
+            experiments: Path = plan.EXPERIMENTS) -> dict:
+    doc = plan.load(experiments)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
     work = clusters.parent / "work" / run.relpath(testbed)
@@ -143,6 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--clusters", required=True, help="directory holding the running cluster (data/runs/<testbed>/clusters)")
     ap.add_argument("--down-all", action="store_true", help="stop the cluster left running, then exit")
     ap.add_argument("--forget-failed", metavar="STATUS_DIR", help="delete failed status records under STATUS_DIR")
+    ap.add_argument("--experiments", default=str(plan.EXPERIMENTS), help="experiments file (default: %(default)s)")
     ap.add_argument("--testbed")
     ap.add_argument("--scale")
     ap.add_argument("--system")
@@ -153,6 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=int)
     ap.add_argument("--rep", type=int)
     ap.add_argument("--default-tuning", default="tuned")
+    ap.add_argument("--in-experiments", default="", help="comma-separated experiment ids this run belongs to")
     ap.add_argument("--result")
     ap.add_argument("--status")
     ap.add_argument("--log")
@@ -169,8 +181,9 @@ def main(argv=None) -> int:
                if getattr(a, k) is None]
     if missing:
         ap.error("missing " + ", ".join("--" + m for m in missing))
-    run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, (), a.default_tuning)
-    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log))
+    exps = tuple(e for e in a.in_experiments.split(",") if e)
+    run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, exps, a.default_tuning)
+    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.experiments))
     print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok" else ""))
     return 0
 

@@ -1,0 +1,52 @@
+"""The Snakemake DAG of the workloads stage: built from experiments.yaml; a bad name stops it at construction."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def snakemake(*args, cwd=ROOT):
+    exe = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'hw-probes'}"}
+    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def configfile(tmp_path, experiments_file):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"testbed": "ci", "published": {"mirror": str(ROOT.parent / "shared/published/streamnative-2020")},
+                                   "workloads": {"experiments_file": str(experiments_file)}}))
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda d: d["experiments"]["E000-LAT1"]["workloads"].append("1-topic-3-partitions-2kb"), "unknown workload '1-topic-3-partitions-2kb'"),
+        (lambda d: d["experiments"]["E000-MT4"].__setitem__("systems", ["kafka", "redpanda"]), "unknown system 'redpanda'"),
+        (lambda d: d["experiments"]["E000-MT4"].__setitem__("levels", ["L1", "L5"]), "unknown level 'L5'"),
+    ],
+)
+def test_unknown_name_fails_at_dag_construction(tmp_path, edit, expected):
+    doc = yaml.safe_load((ROOT / "workloads/experiments.yaml").read_text())
+    edit(doc)
+    bad = tmp_path / "experiments.yaml"
+    bad.write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = snakemake("-n", "all", "--configfile", str(configfile(tmp_path, bad)))
+    assert res.returncode != 0
+    line = [ln for ln in res.stderr.splitlines() if expected in ln]
+    assert line and str(bad) in line[0], res.stderr[-2000:]
+
+
+def test_dry_run_lists_every_run_of_the_scale(tmp_path):
+    res = snakemake("-n", "all", "--configfile", str(configfile(tmp_path, ROOT / "workloads/experiments.yaml")))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    assert "benchmark_run" in out and "benchmarks" in out
+    counts = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines() if len(ln.split()) == 2 and ln.split()[1].isdigit()}
+    assert counts.get("benchmark_run") == 8  # ci: 2 systems x 2 levels x 2 workloads x 1 repetition

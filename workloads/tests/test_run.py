@@ -1,0 +1,48 @@
+"""workloads.run: a failed run is recorded, leaves no result, and can be forgotten to be retried."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from workloads import run as wrun
+from workloads import summary
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_failed_run_is_recorded_without_a_result(tmp_path):
+    # an empty cache: the Kafka distribution is missing, so `systems up` fails for real
+    env = {**os.environ, "STREAMBENCH_CACHE": str(tmp_path / "empty-cache"), "PYTHONPATH": str(ROOT)}
+    result = tmp_path / "raw/ci/kafka/L1/w/rep-1.json"
+    status = tmp_path / "runs/status/kafka/L1/w/rep-1.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "workloads.run", "--clusters", str(tmp_path / "runs/clusters"), "--testbed", "ci",
+         "--scale", "ci", "--system", "kafka", "--level", "L1", "--tuning", "tuned",
+         "--workload", "1-topic-100-partitions-1kb-2p-2c-200k", "--rep", "1", "--in-experiments", "E000-LAT1",
+         "--result", str(result), "--status", str(status), "--log", str(tmp_path / "runs/logs/k.log")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr      # the workflow goes on with the other runs
+    rec = json.loads(status.read_text())
+    assert rec["status"] == "failed" and "did not start" in rec["error"]
+    assert rec["experiments"] == ["E000-LAT1"] and rec["scaling"]
+    assert not result.exists() and not list(result.parent.parent.parent.rglob("*.json"))
+    assert not (tmp_path / "runs/clusters/current.json").exists()
+    s = summary.summarise(tmp_path / "runs/status")
+    assert (s["runs"], s["ok"], s["failed"]) == (1, 0, 1)
+    assert wrun.forget_failed(tmp_path / "runs/status") == 1 and not status.exists()
+
+
+def test_summary_counts_and_filters_by_experiment(tmp_path):
+    d = tmp_path / "status"
+    (d / "a").mkdir(parents=True)
+    ok = {"run": "a", "status": "ok", "experiments": ["E1"], "result": "r.json", "startedAt": "2026-01-01T00:00:00+00:00",
+          "endedAt": "2026-01-01T00:00:30+00:00", "audit": {"lost": 0, "duplicated": 2}}
+    bad = {"run": "b", "status": "failed", "experiments": ["E2"], "error": "boom\ntrace", "startedAt": "2026-01-01T00:01:00+00:00",
+           "endedAt": "2026-01-01T00:01:10+00:00"}
+    (d / "a/1.json").write_text(json.dumps(ok))
+    (d / "a/2.json").write_text(json.dumps(bad))
+    s = summary.summarise(d)
+    assert (s["runs"], s["ok"], s["failed"], s["runSeconds"], s["duplicatedMessages"]) == (2, 1, 1, 40.0, 2)
+    assert s["failures"][0]["error"] == ["boom"] and s["results"] == ["r.json"]
+    assert summary.summarise(d, "E2")["runs"] == 1
