@@ -24,6 +24,7 @@ public final class Runner {
     enum Phase { WARMUP, DISCOVERY, BUILD, DRAIN, MEASURE }
 
     private static final int PERIOD_SECONDS = 10;
+    private static final int[] PER_PERIOD = {Metrics.PUBLISH, Metrics.PUBLISH_CORRECTED, Metrics.PUBLISH_DELAY, Metrics.E2E};
 
     private final Workload w;
     private final DriverConfig dc;
@@ -276,7 +277,9 @@ public final class Runner {
 
         TimeSeries ts = new TimeSeries();
         List<OmbResult.Period> periods = new ArrayList<>();
-        List<Histogram[]> periodHists = new ArrayList<>();
+        // per-window histograms are kept encoded (compressed, a few KB each), not as live histograms: memory grows
+        // by a few KB per 10 s, whatever the message rate
+        List<String[]> periodEnc = new ArrayList<>();
         Histogram[] agg = newHists(), period = newHists(), recycle = null;
         Map<String, Histogram[]> phaseHists = new LinkedHashMap<>();
         long periodAcked = 0, periodErrors = 0, periodReceived = 0;
@@ -358,10 +361,11 @@ public final class Runner {
                     p.seconds = (nowNanos - periodStartNanos) / 1e9;
                     p.acked = periodAcked; p.errors = periodErrors; p.received = periodReceived;
                     p.sentTotal = sent; p.receivedTotal = recv;
-                    p.publish = period[Metrics.PUBLISH]; p.publishDelay = period[Metrics.PUBLISH_DELAY]; p.e2e = period[Metrics.E2E];
                     periods.add(p);
-                    periodHists.add(period);
-                    period = newHists();
+                    String[] enc = new String[PER_PERIOD.length];
+                    for (int k = 0; k < enc.length; k++) enc[k] = Histos.encode(period[PER_PERIOD[k]]);
+                    periodEnc.add(enc);
+                    for (Histogram h : period) h.reset();
                     periodAcked = periodErrors = periodReceived = 0;
                     periodTicks = 0;
                 }
@@ -528,6 +532,12 @@ public final class Runner {
         if (!drained) warnings.add("subscriptions did not receive every acknowledged message within 60 s after the producers stopped");
 
         // ---- result ----
+        for (int i = 0; i < periods.size(); i++) {
+            OmbResult.Period p = periods.get(i);
+            p.publish = Histos.decode(periodEnc.get(i)[0]);
+            p.publishDelay = Histos.decode(periodEnc.get(i)[2]);
+            p.e2e = Histos.decode(periodEnc.get(i)[3]);
+        }
         ObjectNode r = OmbResult.build(w.name, dc.name, w.messageSize, w.topics, w.partitionsPerTopic, w.producersPerTopic,
                 w.consumerPerSubscription, allSubs(), periods, agg[Metrics.PUBLISH], agg[Metrics.PUBLISH_DELAY], agg[Metrics.E2E]);
         ObjectNode x = r.putObject("x-streambench");
@@ -574,10 +584,11 @@ public final class Runner {
             hs.put(Metrics.NAMES[i], Histos.encode(agg[i]));
         }
         ObjectNode pp = hs.putObject("perPeriod");
-        for (int i : new int[]{Metrics.PUBLISH, Metrics.PUBLISH_CORRECTED, Metrics.PUBLISH_DELAY, Metrics.E2E}) {
-            ArrayNode a = pp.putArray(Metrics.NAMES[i]);
-            for (Histogram[] ph : periodHists) a.add(Histos.encode(ph[i]));
+        for (int k = 0; k < PER_PERIOD.length; k++) {
+            ArrayNode a = pp.putArray(Metrics.NAMES[PER_PERIOD[k]]);
+            for (String[] enc : periodEnc) a.add(enc[k]);
         }
+        for (OmbResult.Period p : periods) { p.publish = p.publishDelay = p.e2e = null; }
         ObjectNode pc = x.putObject("periodCounts");
         pc.put("subscriptions", allSubs());
         ArrayNode ps = pc.putArray("seconds"), pa = pc.putArray("acked"), pe = pc.putArray("errors"),
