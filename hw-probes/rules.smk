@@ -33,45 +33,60 @@ wildcard_constraints:
 rule hw_probe_host:
     output: f"{HWP_DIR}/host.json"
     log: f"{HWP_LOG}/host.log"
-    params: dir=lambda wc: next(iter(HWP["dirs"].values()))
-    shell: "mkdir -p {params.dir} && {HWP_CMD} host --dir {params.dir} --host {HWP[host]} --out {output} 2> {log}"
+    params:
+        cmd=HWP_CMD,
+        hwp=HWP,
+        dir=lambda wc: next(iter(HWP["dirs"].values()))
+    shell: "mkdir -p {params.dir} && {params.cmd} host --dir {params.dir} --host {params.hwp[host]} --out {output} 2> {log}"
 
 
 rule hw_probe_dd:
     output: f"{HWP_DIR}/dd-{{dirlabel}}.json"
     log: f"{HWP_LOG}/dd-{{dirlabel}}.log"
-    params: dir=_hwp_dir
+    params:
+        cmd=HWP_CMD,
+        hwp=HWP,
+        dir=_hwp_dir
     resources: cluster=1
     shell:
-        "{HWP_CMD} dd --dir {params.dir} --create --host {HWP[host]} --size-mb {HWP[dd_size_mb]}"
-        " --bs-kb {HWP[dd_bs_kb]} --timeout-s {HWP[timeout_s]} --out {output} 2> {log}"
+        "{params.cmd} dd --dir {params.dir} --create --host {params.hwp[host]} --size-mb {params.hwp[dd_size_mb]}"
+        " --bs-kb {params.hwp[dd_bs_kb]} --timeout-s {params.hwp[timeout_s]} --out {output} 2> {log}"
 
 
 rule hw_probe_dd_fdatasync:
     output: f"{HWP_DIR}/dd-fdatasync-{{dirlabel}}.json"
     log: f"{HWP_LOG}/dd-fdatasync-{{dirlabel}}.log"
-    params: dir=_hwp_dir
+    params:
+        cmd=HWP_CMD,
+        hwp=HWP,
+        dir=_hwp_dir
     resources: cluster=1
     shell:
-        "{HWP_CMD} dd --fdatasync --dir {params.dir} --create --host {HWP[host]} --size-mb {HWP[dd_size_mb]}"
-        " --bs-kb {HWP[dd_bs_kb]} --timeout-s {HWP[timeout_s]} --out {output} 2> {log}"
+        "{params.cmd} dd --fdatasync --dir {params.dir} --create --host {params.hwp[host]} --size-mb {params.hwp[dd_size_mb]}"
+        " --bs-kb {params.hwp[dd_bs_kb]} --timeout-s {params.hwp[timeout_s]} --out {output} 2> {log}"
 
 
 rule hw_probe_fio_seqwrite:
     output: f"{HWP_DIR}/fio-seqwrite-{{dirlabel}}.json"
     log: f"{HWP_LOG}/fio-seqwrite-{{dirlabel}}.log"
-    params: dir=_hwp_dir
+    params:
+        cmd=HWP_CMD,
+        hwp=HWP,
+        dir=_hwp_dir
     resources: cluster=1
     shell:
-        "{HWP_CMD} fio-seq --dir {params.dir} --create --host {HWP[host]} --size-mb {HWP[fio_size_mb]}"
-        " --bs {HWP[fio_bs]} --runtime-s {HWP[fio_runtime_s]} --timeout-s {HWP[timeout_s]} --out {output} 2> {log}"
+        "{params.cmd} fio-seq --dir {params.dir} --create --host {params.hwp[host]} --size-mb {params.hwp[fio_size_mb]}"
+        " --bs {params.hwp[fio_bs]} --runtime-s {params.hwp[fio_runtime_s]} --timeout-s {params.hwp[timeout_s]} --out {output} 2> {log}"
 
 
 rule hw_probe_fio_fsync:
     output: f"{HWP_DIR}/fio-fsync-{{dirlabel}}.json"
     log: f"{HWP_LOG}/fio-fsync-{{dirlabel}}.log"
-    params: dir=_hwp_dir
+    params:
+        cmd=HWP_CMD,
+        hwp=HWP,
+        dir=_hwp_dir
     resources: cluster=1
     shell:
-        "{HWP_CMD} fio-fsync --dir {params.dir} --create --host {HWP[host]} --size-mb {HWP[fio_fsync_size_mb]}"
-        " --bs {HWP[fio_fsync_bs]} --runtime-s {HWP[fio_runtime_s]} --timeout-s {HWP[timeout_s]} --out {output} 2> {log}"
+        "{params.cmd} fio-fsync --dir {params.dir} --create --host {params.hwp[host]} --size-mb {params.hwp[fio_fsync_size_mb]}"
+        " --bs {params.hwp[fio_fsync_bs]} --runtime-s {params.hwp[fio_runtime_s]} --timeout-s {params.hwp[timeout_s]} --out {output} 2> {log}"

@@ -83,11 +83,14 @@ rule benchmark_run:
             + (f" --rate {r.rate}" if r.rate else "")
             + f" --rep {r.rep} --default-tuning {r.default_tuning} --in-experiments {','.join(r.experiments)}"
         )(_wl_run(wc)),
+        clusters=f"{WL_RUNS_DIR}/clusters",
+        testbed=WL_TESTBED,
+        scale=WL_SCALE,
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
         cluster=1,
     shell:
-        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --testbed {WL_TESTBED} --scale {WL_SCALE}"
+        "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments}"
         " {params.args} --result {params.result} --status {output.status} --log {log}"
 
@@ -100,12 +103,17 @@ rule benchmarks:
         WL_SUMMARY,
     log:
         f"{WL_RUNS_DIR}/logs/benchmarks.log",
+    params:
+        clusters=f"{WL_RUNS_DIR}/clusters",
+        status=lambda wc: f"{WL_RUNS_DIR}/status",  # the directory of the inputs
+        testbed=WL_TESTBED,
+        scale=WL_SCALE,
     resources:
         cluster=1,
     shell:
-        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all > {log} 2>&1"
-        " && python -m workloads.summary --status-dir {WL_RUNS_DIR}/status --scale {WL_SCALE}"
-        " --testbed {WL_TESTBED} --out {output} >> {log} 2>&1"
+        "python -m workloads.run --clusters {params.clusters} --down-all > {log} 2>&1"
+        " && python -m workloads.summary --status-dir {params.status} --scale {params.scale}"
+        " --testbed {params.testbed} --out {output} >> {log} 2>&1"
 
 
 rule experiment:
@@ -119,12 +127,17 @@ rule experiment:
         f"{WL_RUNS_DIR}/logs/experiment-{{exp}}.log",
     wildcard_constraints:
         exp=r"E[0-9]{3}-[A-Z0-9]+",
+    params:
+        clusters=f"{WL_RUNS_DIR}/clusters",
+        status=lambda wc: f"{WL_RUNS_DIR}/status",  # the directory of the inputs
+        testbed=WL_TESTBED,
+        scale=WL_SCALE,
     resources:
         cluster=1,
     shell:
-        "python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all > {log} 2>&1"
-        " && python -m workloads.summary --status-dir {WL_RUNS_DIR}/status --scale {WL_SCALE}"
-        " --testbed {WL_TESTBED} --experiment {wildcards.exp} --out {output} >> {log} 2>&1"
+        "python -m workloads.run --clusters {params.clusters} --down-all > {log} 2>&1"
+        " && python -m workloads.summary --status-dir {params.status} --scale {params.scale}"
+        " --testbed {params.testbed} --experiment {wildcards.exp} --out {output} >> {log} 2>&1"
 
 
 onerror:
