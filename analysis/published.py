@@ -85,12 +85,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--manifest", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--mirror", type=Path)
-    g.add_argument("--url-base")
+    ap.add_argument("--mirror", type=Path, help="a local copy of the files; used when the directory exists")
+    ap.add_argument("--url-base", help="the pinned download location; used when no mirror directory exists")
     a = ap.parse_args(argv)
+    if a.mirror is None and a.url_base is None:
+        ap.error("give --mirror, --url-base or both")
+    mirror = a.mirror if a.mirror is not None and a.mirror.is_dir() else None
+    url_base = None if mirror is not None else a.url_base
+    if mirror is None and url_base is None:
+        print(f"error: {a.mirror}: mirror directory not found and no --url-base to download from", file=sys.stderr)
+        return 2
+    print(f"source: {'mirror ' + str(mirror) if mirror else 'download from ' + url_base}"
+          + (f" (mirror {a.mirror} not found)" if a.mirror is not None and mirror is None else ""))
     try:
-        n = fetch(a.manifest, a.out, a.mirror, a.url_base)
+        n = fetch(a.manifest, a.out, mirror, url_base)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -37,8 +37,10 @@ rule analysis_published:
     output:
         directory(AN_PUBLISHED_DIR),
     params:
-        source=(f"--mirror {_AN_PUB['mirror']}" if _AN_PUB.get("mirror")
-                else f"--url-base {_AN_PUB.get('url_base', 'https://raw.githubusercontent.com/streamnative/openmessaging-benchmark/5e1cbd40690850a2829cb159149e1ff32e7d1925/')}"),
+        # the mirror when its directory exists, else the pinned URL (the same files either way: both are
+        # checked against the manifest, so the choice does not change the output)
+        source=(f"--url-base {_AN_PUB['url_base']}"
+                + (f" --mirror {_AN_PUB['mirror']}" if _AN_PUB.get("mirror") else "")),
     log:
         "logs/analysis/published.log",
     shell:
@@ -51,6 +53,7 @@ rule analysis_ingest:
         published=AN_PUBLISHED_DIR,
         manifest=AN_MANIFEST,
         raw=_an_raw_inputs,
+        runs=[WL_SUMMARY, *HW_PROBE_FILES] if config["analysis"]["with_runs"] else [],
         code=AN_CODE,
     output:
         expand("data/derived/{t}.parquet", t=AN_DERIVED),

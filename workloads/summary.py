@@ -36,14 +36,34 @@ def summarise(status_dir: Path, experiment: str | None = None) -> dict:
     }
 
 
+def check(path: Path) -> int:
+    """Exit status for a summary: 0 when it has runs, none failed, and nothing was lost or duplicated."""
+    try:
+        s = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"error: {path}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{path}: {s['ok']}/{s['runs']} runs ok, {s['lostMessages']} lost, {s['duplicatedMessages']} duplicated, "
+          f"{s['runSeconds']} s of runs")
+    for f in s["failures"]:
+        print(f"  failed: {f['run']}: {' '.join(f['error'])} (log {f['log']})")
+    return 0 if s["runs"] > 0 and s["failed"] == 0 and s["lostMessages"] == 0 and s["duplicatedMessages"] == 0 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.summary", description=__doc__)
-    ap.add_argument("--status-dir", required=True)
-    ap.add_argument("--scale", required=True)
-    ap.add_argument("--testbed", required=True)
+    ap.add_argument("--check", metavar="SUMMARY", help="only check a written summary (exit 1 on failures or losses)")
+    ap.add_argument("--status-dir")
+    ap.add_argument("--scale")
+    ap.add_argument("--testbed")
     ap.add_argument("--experiment")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     a = ap.parse_args(argv)
+    if a.check:
+        return check(Path(a.check))
+    missing = [k for k in ("status_dir", "scale", "testbed", "out") if getattr(a, k) is None]
+    if missing:
+        ap.error("missing " + ", ".join("--" + m.replace("_", "-") for m in missing))
     try:
         s = summarise(Path(a.status_dir), a.experiment)
     except ValueError as exc:

@@ -43,7 +43,20 @@ def test_missing_file_named(mirror, tmp_path):
 
 def test_cli_exit_code(mirror, tmp_path, capsys):
     assert published.main(["--manifest", str(MANIFEST), "--out", str(tmp_path / "x"), "--mirror", str(tmp_path / "nope")]) == 2
-    assert "cannot read from mirror" in capsys.readouterr().err
+    assert "nope: mirror directory not found and no --url-base" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_prefers_an_existing_mirror_and_falls_back_to_the_url(mirror, tmp_path, capsys):
+    out = tmp_path / "a"
+    assert published.main(["--manifest", str(MANIFEST), "--out", str(out), "--mirror", str(mirror),
+                           "--url-base", "https://unreachable.invalid/"]) == 0
+    assert capsys.readouterr().out.startswith(f"source: mirror {mirror}")
+    out = tmp_path / "b"
+    assert published.main(["--manifest", str(MANIFEST), "--out", str(out), "--mirror", str(tmp_path / "nope"),
+                           "--url-base", mirror.as_uri() + "/"]) == 0
+    assert "(mirror " + str(tmp_path / "nope") + " not found)" in capsys.readouterr().out
+    assert len(list(out.rglob("*.json"))) == 124
 
 
 def test_fetch_by_url(mirror, tmp_path):

@@ -75,7 +75,7 @@ def test_defaults_are_filled_from_the_schemas():
     config = check((BASE, {}))
     assert config["testbed"] == "local"
     assert config["published"] == {
-        "mirror": None,
+        "mirror": "../shared/published/streamnative-2020",
         "url_base": "https://raw.githubusercontent.com/streamnative/openmessaging-benchmark/"
         "5e1cbd40690850a2829cb159149e1ff32e7d1925/",
     }
