@@ -10,6 +10,9 @@ public interface Driver extends AutoCloseable {
     interface SendCallback { void done(Throwable error); }
 
     interface Producer {
+        /** true if send() has copied the payload when it returns (the caller may then reuse its buffer) */
+        default boolean copiesPayloadOnSend() { return false; }
+
         /** asynchronous send; may block when the client's queue is full (as the clients do) */
         void send(String key, byte[] payload, SendCallback cb);
         void flush() throws Exception;

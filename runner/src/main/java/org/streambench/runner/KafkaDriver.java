@@ -110,6 +110,11 @@ final class KafkaDriver implements Driver {
     public Producer createProducer(String topic) {
         KafkaProducer<String, byte[]> kp = new KafkaProducer<>(producerProps());
         Producer p = new Producer() {
+            // KafkaProducer.send serialises (ByteArraySerializer: the same array) and appends the bytes to the
+            // record batch before it returns, so the runner can reuse its payload buffer
+            @Override
+            public boolean copiesPayloadOnSend() { return true; }
+
             @Override
             public void send(String key, byte[] payload, SendCallback cb) {
                 kp.send(new ProducerRecord<>(topic, key, payload), (md, ex) -> cb.done(ex));

@@ -78,6 +78,8 @@ public final class Runner {
                 RateSchedule s = new RateSchedule(targetRate * share, startNanos);
                 long i = 0;
                 final int size = w.messageSize;
+                final byte[][] reuse = new byte[producers.length][];
+                for (int k = 0; k < producers.length; k++) if (producers[k].copiesPayloadOnSend()) reuse[k] = new byte[size];
                 while (!stopSenders) {
                     if (version != rateVersion) {
                         version = rateVersion;
@@ -87,7 +89,7 @@ public final class Runner {
                     if (intended < 0) break;
                     if (intended == Long.MAX_VALUE) { LockSupport.parkNanos(10_000_000L); continue; }
                     int k = (int) (i % producers.length);
-                    byte[] buf = new byte[size];
+                    byte[] buf = reuse[k] != null ? reuse[k] : new byte[size];
                     System.arraycopy(payloads.template(i), 0, buf, 0, size);
                     final long send = System.nanoTime();
                     MessageHeader.write(buf, ids[k], seqs[k]++, Clock.toEpochMicros(send), Clock.toEpochMicros(intended));
