@@ -66,8 +66,7 @@ def driver_doc(system: str, level: str, tuning: str, variant: str | None = None,
         "httpUrl": "http://127.0.0.1:8080",
         "ioThreads": 8,
         "connectionsPerBroker": 8,
-        "clusterName": "local",
-        "namespacePrefix": "benchmark/ns",
+        "namespacePrefix": "benchmark/ns",  # no clusterName: the runner asks the broker which cluster it serves
         "topicType": "persistent",
         "persistence": copy.deepcopy(cs["client"]["persistence"]),
     }
