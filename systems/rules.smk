@@ -25,9 +25,10 @@ rule systems_prepare_kafka:
         SYSTEMS_DIST_STAMP["kafka"],
     log:
         "logs/systems/prepare-kafka.log",
+    params:
+        marker=f"{_SYS_CACHE}/dist/kafka-{SYSTEMS_VERSIONS['kafka']}/.streambench-dist.json",
     shell:
-        "python -m systems prepare kafka 2> {log}"
-        " && cp {_SYS_CACHE}/dist/kafka-{SYSTEMS_VERSIONS[kafka]}/.streambench-dist.json {output}"
+        "python -m systems prepare kafka 2> {log} && cp {params.marker} {output}"
 
 
 rule systems_prepare_pulsar:
@@ -40,6 +41,7 @@ rule systems_prepare_pulsar:
         SYSTEMS_DIST_STAMP["pulsar"],
     log:
         "logs/systems/prepare-pulsar.log",
+    params:
+        marker=f"{_SYS_CACHE}/dist/pulsar-{SYSTEMS_VERSIONS['pulsar']}/.streambench-dist.json",
     shell:
-        "python -m systems prepare pulsar 2> {log}"
-        " && cp {_SYS_CACHE}/dist/pulsar-{SYSTEMS_VERSIONS[pulsar]}/.streambench-dist.json {output}"
+        "python -m systems prepare pulsar 2> {log} && cp {params.marker} {output}"
