@@ -41,6 +41,17 @@ def tail(path: Path, n: int = 30) -> str:
         return ""
 
 
+def first_error(path: Path) -> str:
+    """The first line of a log that reports an error (the runner's `ERROR run failed: ...`), else ''."""
+    try:
+        for line in path.read_text(errors="replace").splitlines():
+            if " ERROR " in line or line.lower().startswith(("error", "omb-run: error")):
+                return line.strip()
+    except OSError:
+        pass
+    return ""
+
+
 def systems_cli(*args: str, log: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "systems", *args]
     with open(log, "a") as fh:
@@ -123,7 +134,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             fh.flush()
             res = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
         if res.returncode != 0 or not tmp_out.is_file():
-            raise RuntimeError(f"runner exited {res.returncode}:\n{tail(work / 'runner.log') or tail(log)}")
+            why = first_error(work / "runner.log") or first_error(log)
+            raise RuntimeError(f"runner exited {res.returncode}: {why}\n{tail(work / 'runner.log') or tail(log)}")
         audit = json.loads(tmp_out.read_text()).get("x-streambench", {}).get("audit", {})
         record["audit"] = {k: audit.get(k) for k in ("sent", "acked", "sendErrors", "lost", "duplicated", "outOfOrder")}
         result.parent.mkdir(parents=True, exist_ok=True)
