@@ -131,12 +131,12 @@ public final class Runner {
                 : new PulsarDriver(dc, endpointService, endpointHttp);
         List<String> topics = driver.topicNames(runId, w.topics);
         boolean created = false;
+        java.util.concurrent.CountDownLatch cleanedUp = new java.util.concurrent.CountDownLatch(1);
         Thread hook = new Thread(() -> {
+            // SIGTERM/SIGINT: make the main thread fail, and let it clean up (close clients, delete topics)
             abort = true;
             stopSenders = true;
-            synchronized (this) {
-                try { this.wait(30_000); } catch (InterruptedException ignored) { }
-            }
+            try { cleanedUp.await(60, java.util.concurrent.TimeUnit.SECONDS); } catch (InterruptedException ignored) { }
         }, "omb-run-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
@@ -171,7 +171,7 @@ public final class Runner {
         } finally {
             stopSenders = true;
             closeQuietly(driver);
-            synchronized (this) { this.notifyAll(); }
+            cleanedUp.countDown();
             try { Runtime.getRuntime().removeShutdownHook(hook); } catch (IllegalStateException ignored) { }
         }
     }
