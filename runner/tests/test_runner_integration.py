@@ -88,7 +88,8 @@ def check_result(res: dict, cluster_obj: dict) -> dict:
         assert isinstance(x["histograms"][h], str) and len(x["histograms"][h]) > 10
     assert len(x["histograms"]["perPeriod"]["publish"]) == len(res["publishRate"])
     assert x["publishLatencyCorrected"]["p99"] >= x["publishLatencyMs"]["p50"]
-    assert x["timeSeries"]["intervalSeconds"] == 1 and len(x["timeSeries"]["publishRate"]) >= 20
+    assert x["timeSeries"]["intervalSeconds"] == 1
+    assert len(x["timeSeries"]["publishRate"]) >= x["measurementSeconds"] - 1, "one element per second of the run"
     a = x["audit"]
     assert a["sendErrors"] == 0, a
     assert a["acked"] == a["sent"] > 0, a
