@@ -23,6 +23,15 @@ AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} 
 AN_CODE = sorted(_an_glob.glob("analysis/*.py"))
 
 
+# Ingest waits for this testbed's runs and probes (defined by the workloads and hw-probes stages, which the
+# Snakefile includes first); analysis.with_runs=false, or this file included alone, builds from what is on disk.
+_AN_RUN_INPUTS = (
+    [WL_SUMMARY, *HW_PROBE_FILES]
+    if (config.get("analysis") or {}).get("with_runs", True) and "WL_SUMMARY" in globals()
+    else []
+)
+
+
 def _an_raw_inputs(wildcards):
     """This project's result files and probes, if any (optional inputs)."""
     runs = [p for p in _an_glob.glob("data/raw/*/*/*/*/rep-*.json") if _AnPath(p).parts[3] != "probes"]
@@ -53,7 +62,7 @@ rule analysis_ingest:
         published=AN_PUBLISHED_DIR,
         manifest=AN_MANIFEST,
         raw=_an_raw_inputs,
-        runs=[WL_SUMMARY, *HW_PROBE_FILES] if config["analysis"]["with_runs"] else [],
+        runs=_AN_RUN_INPUTS,
         code=AN_CODE,
     output:
         expand("data/derived/{t}.parquet", t=AN_DERIVED),
