@@ -1,11 +1,12 @@
-"""Benchmark: the 124 published files -> every table, claims, _variables.yml and every figure (svg/png/pdf).
+"""Benchmark: the 124 published files -> every table, claims, _variables.yml, every figure, and the paper.
 
     .venv/bin/python analysis/bench/pipeline.py [--runs 3] [--mirror ../shared/published/streamnative-2020] [--cli]
 
 Each run starts from the raw files (a fresh temp directory): checked copy from the mirror, ingest to parquet,
-tables + claims + variables, ten figures. Prints each stage's time and the median over runs (wall and CPU).
-With --cli it also times the Snakemake path once (one process per rule, as `snakemake -c2` runs them).
-Target: <= 30 s on the 2-core box.
+tables + claims + variables, ten figures, then the paper (HTML + PDF, the pandoc + typst path). Prints each
+stage's time and the median over runs (wall and CPU). With --cli it also times the Snakemake path once (one
+process per rule, as `snakemake -c2` runs them). Targets: files -> tables and figures <= 30 s
+(`to_figures` below), paper render <= 60 s (`paper`), on the 2-core box.
 """
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+import shutil  # noqa: E402
+
 from analysis import figures, ingest, published, report  # noqa: E402
+from paper import render as paper_render  # noqa: E402
+
+PAPER_SOURCES = ["paper.qmd", "_quarto.yml", "style.css"]
 
 MANIFEST = REPO / "analysis" / "published" / "streamnative-2020.tsv"
 REFERENCE = REPO / "data" / "reference" / "studies.csv"
@@ -38,18 +44,26 @@ def one_run(mirror: Path) -> dict:
         ingest.write_atomic(ingest.build(tmp / "published", MANIFEST, REPO / "data" / "raw"), tmp / "derived")
         t["ingest"] = time.perf_counter() - w
         w = time.perf_counter()
+        pdir = tmp / "paper"
         assert report.main(["--derived", str(tmp / "derived"), "--reference", str(REFERENCE), "--tables",
-                            str(tmp / "tables"), "--variables", str(tmp / "_variables.yml")]) == 0
+                            str(pdir / "tables"), "--variables", str(pdir / "_variables.yml")]) == 0
         t["tables"] = time.perf_counter() - w
         w = time.perf_counter()
         d = report.load(tmp / "derived", names=("runs", "windows", "stats", "probes"))
         for fid in figures.FIGURE_IDS:
-            figures.render(d, REFERENCE, fid, tmp / "figures")
+            figures.render(d, REFERENCE, fid, pdir / "figures")
         t["figures"] = time.perf_counter() - w
+        t["to_figures"] = time.perf_counter() - w0
+        n = len(list((pdir / "figures").glob("*.svg"))), len(list((pdir / "tables").glob("*.md")))
+        assert n == (10, 15), n
+        for name in PAPER_SOURCES:
+            shutil.copy(REPO / "paper" / name, pdir / name)
+        w = time.perf_counter()
+        outs = paper_render.render(pdir, renderer="pandoc", durability=REPO / "systems" / "durability.yaml")
+        t["paper"] = time.perf_counter() - w
+        assert all(p.stat().st_size > 0 for p in outs.values()), outs
         t["total"] = time.perf_counter() - w0
         t["cpu"] = time.process_time() - c0
-        n = len(list((tmp / "figures").glob("*.svg"))), len(list((tmp / "tables").glob("*.md")))
-        assert n == (10, 15), n
     return t
 
 
