@@ -48,6 +48,15 @@ public interface Driver extends AutoCloseable {
     /** Closes producers and consumers (admin access stays open for clean-up). */
     void closeClients();
 
+    /** Closes every client in {@code open} (a list the driver guards with its own lock) and empties it. */
+    static void closeAll(List<AutoCloseable> open) {
+        List<AutoCloseable> l;
+        synchronized (open) { l = new java.util.ArrayList<>(open); open.clear(); }
+        for (AutoCloseable c : l) {
+            try { c.close(); } catch (Exception e) { Log.warn("close: " + e); }
+        }
+    }
+
     @Override
     void close();
 }

@@ -245,11 +245,7 @@ final class KafkaDriver implements Driver {
 
     @Override
     public void closeClients() {
-        List<AutoCloseable> l;
-        synchronized (open) { l = new ArrayList<>(open); open.clear(); }
-        for (AutoCloseable c : l) {
-            try { c.close(); } catch (Exception e) { Log.warn("close: " + e); }
-        }
+        Driver.closeAll(open);
     }
 
     @Override

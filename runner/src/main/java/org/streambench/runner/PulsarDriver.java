@@ -234,11 +234,7 @@ final class PulsarDriver implements Driver {
 
     @Override
     public void closeClients() {
-        List<AutoCloseable> l;
-        synchronized (open) { l = new ArrayList<>(open); open.clear(); }
-        for (AutoCloseable c : l) {
-            try { c.close(); } catch (Exception e) { Log.warn("close: " + e); }
-        }
+        Driver.closeAll(open);
         try { client.close(); } catch (Exception e) { Log.warn("pulsar client close: " + e); }
     }
 
