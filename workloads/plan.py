@@ -113,8 +113,7 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
                 raise PlanError(f"{path}: {where}.workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
         systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
         _check_names(path, f"{where}.systems", systems, catalog.systems, "system")
-        for system in systems:
-            _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
+        _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
         _check_names(path, f"{where}.tuning", _names(exp.get("tuning", defaults.get("tuning", []))), catalog.tunings, "tuning")
         _check_names(path, f"{where}.variants", exp.get("variants", []), tuple(variants), "driver variant")
     for scale_name, scale in doc["scales"].items():
