@@ -91,7 +91,7 @@ rule benchmark_run:
         cluster=1,
     shell:
         "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
-        " --experiments {input.experiments}"
+        " --experiments {input.experiments} --driver {input.driver}"
         " {params.args} --result {params.result} --status {output.status} --log {log}"
 
 

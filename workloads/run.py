@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from workloads import drivers, plan, scale
+from workloads import plan, scale
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "runner" / "bin" / "omb-run"
@@ -106,7 +106,7 @@ class Clusters:
 
 
 def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
-            experiments: Path = plan.EXPERIMENTS) -> dict:
+            driver: Path, experiments: Path = plan.EXPERIMENTS) -> dict:
     doc = plan.load(experiments)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
@@ -124,7 +124,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         wl_file = work / f"{run.workload_id}.yaml"
         scale.write_atomic(wl_file, yaml.safe_dump(wl, sort_keys=False))
         drv_file = work / "driver.yaml"
-        scale.write_atomic(drv_file, drivers.render(run.system, run.level, run.tuning, run.variant, doc))
+        shutil.copyfile(driver, drv_file)  # the generated file (workloads/drivers/), kept in step by a test
         rundir = Clusters(clusters).ensure(run, log)
         tmp_out = work / "result.json"
         cmd = [str(RUNNER), "--workload", str(wl_file), "--driver", str(drv_file),
@@ -165,6 +165,7 @@ def main(argv=None) -> int:
     ap.add_argument("--clusters", required=True, help="directory holding the running cluster (data/runs/<testbed>/clusters)")
     ap.add_argument("--down-all", action="store_true", help="stop the cluster left running, then exit")
     ap.add_argument("--forget-failed", metavar="STATUS_DIR", help="delete failed status records under STATUS_DIR")
+    ap.add_argument("--driver", help="the run's OMB driver file (workloads/drivers/<system>-<level>-<tuning>[-<variant>].yaml)")
     ap.add_argument("--experiments", default=str(plan.EXPERIMENTS), help="experiments file (default: %(default)s)")
     ap.add_argument("--testbed")
     ap.add_argument("--scale")
@@ -189,13 +190,13 @@ def main(argv=None) -> int:
     if a.forget_failed:
         print(f"forgot {forget_failed(Path(a.forget_failed))} failed run(s)")
         return 0
-    missing = [k for k in ("testbed", "scale", "system", "level", "tuning", "workload", "rep", "result", "status", "log")
+    missing = [k for k in ("testbed", "scale", "system", "level", "tuning", "workload", "rep", "driver", "result", "status", "log")
                if getattr(a, k) is None]
     if missing:
         ap.error("missing " + ", ".join("--" + m for m in missing))
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, exps, a.default_tuning)
-    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.experiments))
+    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.driver), Path(a.experiments))
     print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok" else ""))
     return 0
 

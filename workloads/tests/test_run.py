@@ -20,6 +20,7 @@ def test_failed_run_is_recorded_without_a_result(tmp_path):
         [sys.executable, "-m", "workloads.run", "--clusters", str(tmp_path / "runs/clusters"), "--testbed", "ci",
          "--scale", "ci", "--system", "kafka", "--level", "L1", "--tuning", "tuned",
          "--workload", "1-topic-100-partitions-1kb-2p-2c-200k", "--rep", "1", "--in-experiments", "E000-LAT1",
+         "--driver", str(ROOT / "workloads/drivers/kafka-L1-tuned.yaml"),
          "--result", str(result), "--status", str(status), "--log", str(tmp_path / "runs/logs/k.log")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr      # the workflow goes on with the other runs
