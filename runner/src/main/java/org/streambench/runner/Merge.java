@@ -142,8 +142,16 @@ public final class Merge {
         x.put("measurementSeconds", measSec);
         ObjectNode pr = (ObjectNode) x.get("producerRate");
         if (pr != null) {
-            pr.put("achieved", measSec > 0 ? agg[0].getTotalCount() / measSec : 0);
-            pr.put("achievedMBps", measSec > 0 ? agg[0].getTotalCount() / measSec * r.path("messageSize").asLong() / 1048576.0 : 0);
+            long inWindow = 0, dropped = 0;
+            for (JsonNode d : docs) {
+                inWindow += d.at("/x-streambench/producerRate/ackedInWindow").asLong();
+                dropped += d.at("/x-streambench/producerRate/droppedScheduledSends").asLong();
+            }
+            pr.put("ackedInWindow", inWindow);
+            pr.put("droppedScheduledSends", dropped);
+            pr.put("achieved", measSec > 0 ? inWindow / measSec : 0);
+            pr.put("achievedMBps", measSec > 0 ? inWindow / measSec * r.path("messageSize").asLong() / 1048576.0 : 0);
+            pr.put("ackRate", measSec > 0 ? agg[0].getTotalCount() / measSec : 0);
             pr.put("processShare", 1.0);
         }
         x.set("publishLatencyMs", Histos.stats(agg[0], 1000.0));

@@ -13,6 +13,11 @@ public final class Metrics {
     final StripedRecorder[] rec = new StripedRecorder[N];
     public final LongAdder sent = new LongAdder(), acked = new LongAdder(), errors = new LongAdder(),
             received = new LongAdder(), e2eNegative = new LongAdder();
+    /** acknowledged sends whose intended time lies in [windowFrom, windowUntil) (nanoTime): the measured phase */
+    public final LongAdder ackedInWindow = new LongAdder();
+    /** intended sends a schedule reset dropped because the sender was behind (see RateSchedule#behind) */
+    public final LongAdder scheduleDropped = new LongAdder();
+    public volatile long windowFrom = Long.MAX_VALUE, windowUntil = Long.MAX_VALUE;
 
     public Metrics() {
         for (int i = 0; i < N; i++) rec[i] = new StripedRecorder();
@@ -23,6 +28,7 @@ public final class Metrics {
         if (err != null) { errors.increment(); return; }
         long now = System.nanoTime();
         acked.increment();
+        if (intendedNanos >= windowFrom && intendedNanos < windowUntil) ackedInWindow.increment();
         rec[PUBLISH].record(Math.max(0, (now - sendNanos) / 1000));
         rec[PUBLISH_CORRECTED].record(Math.max(0, (now - intendedNanos) / 1000));
         rec[PUBLISH_DELAY].record(Math.max(0, (sendNanos - intendedNanos) / 1000));

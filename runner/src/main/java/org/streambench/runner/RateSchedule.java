@@ -29,6 +29,13 @@ public final class RateSchedule {
 
     public long count() { return k; }
 
+    /** messages intended before {@code nowNanos} that have not been sent yet (the schedule's debt), 0 if none */
+    public long behind(long nowNanos) {
+        if (Double.isInfinite(nanosPerMsg) || nowNanos < start) return 0;
+        long due = (long) ((nowNanos - start) / nanosPerMsg) + 1;
+        return Math.max(0, due - k);
+    }
+
     /** Waits until the next intended time (or until stop() says so); returns the intended time. */
     public long await(java.util.function.BooleanSupplier stop) {
         while (true) {

@@ -34,6 +34,7 @@ public final class Runner {
     private volatile boolean stopSenders;
     private volatile double targetRate; // msg/s for this process
     private volatile int rateVersion;
+    private volatile long rateStartNanos; // start of the schedule segment of the current rateVersion
     public volatile boolean abort;
 
     private final List<Thread> senders = new ArrayList<>();
@@ -83,7 +84,9 @@ public final class Runner {
                 while (!stopSenders) {
                     if (version != rateVersion) {
                         version = rateVersion;
-                        s.reset(targetRate * share, System.nanoTime());
+                        long from = rateStartNanos;
+                        m.scheduleDropped.add(s.behind(from));
+                        s.reset(targetRate * share, from);
                     }
                     final long intended = s.await(() -> stopSenders);
                     if (intended < 0) break;
@@ -263,19 +266,22 @@ public final class Runner {
             senders.add(s);
         }
         long sendStartMicros = Clock.toEpochMicros(startNanos);
-        for (Thread s : senders) s.start();
-        Log.info("producing at " + (discovery ? "discovery start rate " : "") + fmt(targetRate) + " msg/s in this process ("
-                + threads + " sender threads)");
-
-        // ---- tick loop ----
         long warmup = o.warmupSeconds != null ? o.warmupSeconds : w.warmupSeconds();
         long test = o.durationSeconds != null ? o.durationSeconds : w.testSeconds();
         Phase phase = warmup > 0 ? Phase.WARMUP : discovery ? Phase.DISCOVERY : w.backlogBytes > 0 ? Phase.BUILD : Phase.MEASURE;
         long phaseStartTick = 0, measureStartTick = -1, ombStartTick = -1;
         long measureStartMicros = -1, ombStartMicros = -1;
         if (phase == Phase.BUILD) { pauseAll(tailingConsumers); }
-        if (phase != Phase.WARMUP && phase != Phase.DISCOVERY) { ombStartTick = 0; ombStartMicros = sendStartMicros; }
+        if (phase != Phase.WARMUP && phase != Phase.DISCOVERY) {
+            ombStartTick = 0; ombStartMicros = sendStartMicros; m.windowFrom = startNanos;
+        }
         if (phase == Phase.MEASURE) { measureStartTick = 0; measureStartMicros = sendStartMicros; }
+        rateStartNanos = startNanos;
+        for (Thread s : senders) s.start();
+        Log.info("producing at " + (discovery ? "discovery start rate " : "") + fmt(targetRate) + " msg/s in this process ("
+                + threads + " sender threads)");
+
+        // ---- tick loop ----
 
         TimeSeries ts = new TimeSeries();
         List<OmbResult.Period> periods = new ArrayList<>();
@@ -481,7 +487,12 @@ public final class Runner {
                 Log.info("phase " + phase.name().toLowerCase() + " -> " + next.name().toLowerCase() + " at t=" + tick + " s");
                 if (next == Phase.DISCOVERY) { stepStartTick = tick; stepAcked0 = acked; stepBacklog0 = backlog; stepDelay.reset(); }
                 if ((next == Phase.BUILD || next == Phase.MEASURE) && ombStartTick < 0) {
-                    ombStartTick = tick; ombStartMicros = Clock.nowMicros();
+                    // the measured phase starts a fresh schedule segment: sends the warm-up (or discovery) fell behind
+                    // on are dropped, not sent back-to-back inside the measured phase, where they would inflate its
+                    // rate; the achieved rate counts acknowledged sends by their intended time inside the window
+                    setRate(targetRate);
+                    m.windowFrom = rateStartNanos;
+                    ombStartTick = tick; ombStartMicros = Clock.toEpochMicros(rateStartNanos);
                 }
                 if (next == Phase.BUILD) {
                     pauseAll(tailingConsumers);
@@ -496,7 +507,9 @@ public final class Runner {
                 phaseStartTick = tick;
             }
         }
-        long measureEndMicros = Clock.nowMicros();
+        long measureEndNanos = System.nanoTime();
+        m.windowUntil = measureEndNanos;
+        long measureEndMicros = Clock.toEpochMicros(measureEndNanos);
         // ---- stop ----
         stopSenders = true;
         for (Thread s : senders) s.join(60_000);
@@ -568,8 +581,17 @@ public final class Runner {
         pr.put("settled", settledRate == null ? 0 : settledRate);
         double measSec = ombStartMicros >= 0 ? (measureEndMicros - ombStartMicros) / 1e6 : 0;
         long aggCount = agg[Metrics.PUBLISH].getTotalCount();
-        pr.put("achieved", measSec > 0 ? aggCount / measSec : 0);
-        pr.put("achievedMBps", measSec > 0 ? aggCount / measSec * w.messageSize / (1024.0 * 1024.0) : 0);
+        long inWindow = m.ackedInWindow.sum();
+        pr.put("ackedInWindow", inWindow);
+        pr.put("achieved", measSec > 0 ? inWindow / measSec : 0);
+        pr.put("achievedMBps", measSec > 0 ? inWindow / measSec * w.messageSize / (1024.0 * 1024.0) : 0);
+        pr.put("ackRate", measSec > 0 ? aggCount / measSec : 0);
+        long dropped = m.scheduleDropped.sum();
+        pr.put("droppedScheduledSends", dropped);
+        if (!discovery && settledRate != null && dropped > Math.max(1, settledRate * processShare))
+            warnings.add("the producers were " + fmt(dropped / (settledRate * processShare))
+                    + " s behind their schedule when the measured phase started; those sends were dropped"
+                    + " (the warm-up may be too short, or the rate is not sustainable)");
         pr.put("processShare", processShare);
         x.set("publishLatencyMs", Histos.stats(agg[Metrics.PUBLISH], 1000.0));
         x.set("publishLatencyCorrected", Histos.stats(agg[Metrics.PUBLISH_CORRECTED], 1000.0));
@@ -681,6 +703,7 @@ public final class Runner {
 
     private void setRate(double r) {
         targetRate = r;
+        rateStartNanos = System.nanoTime();
         rateVersion++;
     }
 

@@ -45,6 +45,39 @@ class CoreTest {
         assertEquals(-1, late.await(() -> true), "stop is honoured while waiting");
     }
 
+    @Test
+    void behindCountsTheDebtAResetDrops() {
+        RateSchedule s = new RateSchedule(1000, 0); // one message per ms
+        assertEquals(0, s.behind(-1), "nothing is due before the segment starts");
+        assertEquals(1, s.behind(0), "the first message is due at the start");
+        for (int k = 0; k < 400; k++) s.advance();
+        assertEquals(601, s.behind(1_000_000_000L), "1001 due by 1 s, 400 sent");
+        for (int k = 0; k < 700; k++) s.advance();
+        assertEquals(0, s.behind(1_000_000_000L), "ahead of schedule owes nothing");
+        s.reset(1000, 2_000_000_000L);
+        assertEquals(0, s.count());
+        assertEquals(2_000_000_000L, s.next(), "a reset starts a fresh segment: old debt is not repaid");
+        s.reset(0, 0);
+        assertEquals(0, s.behind(5_000_000_000L), "rate 0 owes nothing");
+    }
+
+    @Test
+    void achievedCountsAcksByIntendedTimeInsideTheWindow() {
+        Metrics m = new Metrics();
+        long now = System.nanoTime();
+        m.onSendComplete(now - 5_000_000L, now, null); // before any window is set
+        m.windowFrom = now;
+        m.onSendComplete(now - 1, now, null);            // intended just before the window: warm-up debt
+        m.onSendComplete(now, now, null);                // first intended time of the window
+        m.onSendComplete(now + 10, now + 10, new RuntimeException("x")); // failed sends never count
+        m.windowUntil = now + 1000;
+        m.onSendComplete(now + 999, now + 999, null);    // acked after the window closed, intended inside: counts
+        m.onSendComplete(now + 1000, now + 1000, null);  // intended at the end: outside
+        assertEquals(2, m.ackedInWindow.sum());
+        assertEquals(5, m.acked.sum());
+        assertEquals(1, m.errors.sum());
+    }
+
     // ---------------- histograms ----------------
     @Test
     void encodedHistogramsMergeExactly() {

@@ -25,7 +25,7 @@ class MergeTest {
         x.put("measurementStartTime", "2026-01-01T00:00:1" + index + "Z");
         x.put("measurementEndTime", "2026-01-01T00:00:3" + index + "Z");
         x.put("measurementSeconds", 20.0);
-        x.putObject("producerRate").put("target", 4000.0);
+        x.putObject("producerRate").put("target", 4000.0).put("ackedInWindow", 38_000 + index).put("droppedScheduledSends", index);
         x.put("endToEndNegativeSamples", 1);
         ObjectNode h = x.putObject("histograms");
         h.put("publish", Histos.encode(pub));
@@ -83,6 +83,10 @@ class MergeTest {
         assertEquals(62 + 1, m.size());
         assertEquals(200, m.at("/x-streambench/timeSeries/backlog/0").asLong());
         assertEquals(2001.0, m.at("/x-streambench/timeSeries/publishRate/0").asDouble(), 1e-9);
+        assertEquals(76_001, m.at("/x-streambench/producerRate/ackedInWindow").asLong(), "in-window acks summed");
+        assertEquals(76_001 / 20.0, m.at("/x-streambench/producerRate/achieved").asDouble(), 1e-9);
+        assertEquals(all.getTotalCount() / 20.0, m.at("/x-streambench/producerRate/ackRate").asDouble(), 1e-9);
+        assertEquals(1, m.at("/x-streambench/producerRate/droppedScheduledSends").asLong());
     }
 
     @Test
