@@ -74,3 +74,26 @@ def test_merge_rejects_a_non_runner_file(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert f"{f}: field 'x-streambench'" in p.stderr
+
+
+@pytest.mark.slow
+def test_validate_pairs_reports_every_pair_in_one_jvm(tmp_path):
+    bad = BAD / "workload-zero-partitions.yaml"
+    lst = tmp_path / "pairs.tsv"
+    lst.write_text("# workload\tdriver\n"
+                   f"{GOOD / 'workload.yaml'}\t{GOOD / 'kafka.yaml'}\n"
+                   f"{bad}\t{GOOD / 'kafka.yaml'}\n"
+                   "\n"
+                   f"{GOOD / 'workload.yaml'}\t{GOOD / 'pulsar.yaml'}\n")
+    p = run("--validate-only", "--pairs", str(lst))
+    assert p.returncode == 2, p.stderr
+    rows = [line.split("\t") for line in p.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["ok", "error", "ok"], p.stdout
+    assert rows[1][1] == str(bad) and "partitionsPerTopic" in rows[1][3]
+    assert "1 of 3 pairs are invalid" in p.stderr
+    malformed = tmp_path / "malformed.tsv"
+    malformed.write_text(f"{GOOD / 'workload.yaml'}\n")
+    p = run("--validate-only", "--pairs", str(malformed))
+    assert p.returncode == 2 and f"{malformed}: line 1: expected" in p.stderr
+    p = run("--pairs", str(lst), "--output", str(tmp_path / "o.json"))
+    assert p.returncode == 2 and "--pairs goes with --validate-only" in p.stderr

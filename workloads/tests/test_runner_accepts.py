@@ -36,17 +36,32 @@ def cases():
 
 
 @pytest.fixture(scope="module")
-def runner_built():
+def verdicts(tmp_path_factory):
+    """Every case validated by one `omb-run --validate-only --pairs` call (one JVM, not one per case):
+    {case id: (verdict, message)}."""
     if not JAR.is_file():
         pytest.fail(f"{JAR} is not built: env/test builds it (mvn -f runner/pom.xml package) before pytest")
+    d = tmp_path_factory.mktemp("pairs")
+    lines, ids = [], {}
+    for n, c in enumerate(cases()):
+        wl, driver_text = c.values
+        w, dr = d / f"{n}-workload.yaml", d / f"{n}-driver.yaml"
+        w.write_text(yaml.safe_dump(wl, sort_keys=False))
+        dr.write_text(driver_text)
+        lines.append(f"{w}\t{dr}")
+        ids[str(w)] = c.id
+    (d / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    res = subprocess.run([str(RUNNER), "--validate-only", "--pairs", str(d / "pairs.tsv")],
+                         capture_output=True, text=True, timeout=600)
+    out = {}
+    for row in res.stdout.splitlines():
+        f = row.split("\t")
+        out[ids[f[1]]] = (f[0], f[3] if len(f) > 3 else "")
+    assert len(out) == len(lines), f"omb-run answered {len(out)} of {len(lines)} pairs: {res.stderr}"
+    return out
 
 
-@pytest.mark.parametrize("wl, driver_text", cases())
-def test_runner_accepts_scaled_workload_and_driver(tmp_path, runner_built, wl, driver_text):
-    w = tmp_path / "workload.yaml"
-    d = tmp_path / "driver.yaml"
-    w.write_text(yaml.safe_dump(wl, sort_keys=False))
-    d.write_text(driver_text)
-    res = subprocess.run([str(RUNNER), "--validate-only", "--workload", str(w), "--driver", str(d)],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+@pytest.mark.parametrize("case_id", [c.id for c in cases()])
+def test_runner_accepts_scaled_workload_and_driver(verdicts, case_id):
+    verdict, message = verdicts[case_id]
+    assert verdict == "ok", message

@@ -19,6 +19,7 @@ public final class Main {
             + "               [--log LOG] [--process-index i --process-count n --start-at EPOCH_MS]\n"
             + "               [--duration-seconds S] [--warmup-seconds S]\n"
             + "       omb-run --validate-only --workload W.yaml --driver D.yaml [--cluster C.json]\n"
+            + "       omb-run --validate-only --pairs LIST [--cluster C.json]   (LIST: one 'WORKLOAD<TAB>DRIVER' per line)\n"
             + "       omb-merge --output OUT.json PART.json...";
 
     private Main() {}
@@ -40,7 +41,7 @@ public final class Main {
     }
 
     static final class Args {
-        String workload, driver, cluster, output, log;
+        String workload, driver, cluster, output, log, pairs;
         boolean validateOnly;
         Integer index, count;
         Long startAt, duration, warmup;
@@ -58,6 +59,7 @@ public final class Main {
                 case "--workload": a.workload = v; break;
                 case "--driver": a.driver = v; break;
                 case "--cluster": a.cluster = v; break;
+                case "--pairs": a.pairs = v; break;
                 case "--output": a.output = v; break;
                 case "--log": a.log = v; break;
                 case "--process-index": a.index = (int) num(k, v, 0, 100_000); break;
@@ -67,6 +69,12 @@ public final class Main {
                 case "--warmup-seconds": a.warmup = num(k, v, 0, Long.MAX_VALUE); break;
                 default: throw new ConfigException("command line: unknown option " + k + "\n" + USAGE);
             }
+        }
+        if (a.pairs != null) {
+            if (!a.validateOnly) throw new ConfigException("command line: --pairs goes with --validate-only\n" + USAGE);
+            if (a.workload != null || a.driver != null)
+                throw new ConfigException("command line: --pairs replaces --workload and --driver\n" + USAGE);
+            return a;
         }
         if (a.workload == null) throw new ConfigException("command line: --workload is required\n" + USAGE);
         if (a.driver == null) throw new ConfigException("command line: --driver is required\n" + USAGE);
@@ -154,6 +162,7 @@ public final class Main {
         } else {
             System.setProperty("log4j2.configurationFile", "log4j2-stderr.xml");
         }
+        if (a.pairs != null) return validatePairs(a);
         Workload w = Workload.load(a.workload);
         DriverConfig d = DriverConfig.load(a.driver);
         Runner.Options o = validate(a, w, d);
@@ -169,6 +178,43 @@ public final class Main {
         writeAtomically(out, result);
         Log.info("result written to " + out);
         return 0;
+    }
+
+    /**
+     * Validates many workload/driver pairs in one JVM (a test corpus of hundreds of pairs would otherwise start
+     * hundreds of JVMs). Prints one tab-separated line per pair, in input order: "ok, workload, driver" or
+     * "error, workload, driver, message" (message on one line). Exit 0 when every pair is valid, 2 otherwise.
+     */
+    static int validatePairs(Args a) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(Path.of(a.pairs));
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(a.pairs + ": file not found");
+        } catch (IOException e) {
+            throw new ConfigException(a.pairs + ": cannot read: " + e.getMessage());
+        }
+        int bad = 0, n = 0;
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i);
+            if (line.isBlank() || line.startsWith("#")) continue;
+            String[] f = line.split("\t");
+            if (f.length != 2 || f[0].isBlank() || f[1].isBlank())
+                throw new ConfigException(a.pairs + ": line " + (i + 1) + ": expected 'WORKLOAD<TAB>DRIVER'");
+            n++;
+            Args one = new Args();
+            one.workload = f[0]; one.driver = f[1]; one.cluster = a.cluster; one.validateOnly = true;
+            try {
+                validate(one, Workload.load(f[0]), DriverConfig.load(f[1]));
+                System.out.println("ok\t" + f[0] + "\t" + f[1]);
+            } catch (ConfigException e) {
+                bad++;
+                System.out.println("error\t" + f[0] + "\t" + f[1] + "\t" + e.getMessage().replace('\n', ' '));
+            }
+        }
+        System.out.flush();
+        if (bad > 0) System.err.println("omb-run: " + bad + " of " + n + " pairs are invalid");
+        return bad > 0 ? 2 : 0;
     }
 
     static void writeAtomically(Path out, JsonNode json) throws IOException {
