@@ -149,11 +149,12 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
     default_tuning = _names(defaults.get("tuning", catalog.tunings[:1]))[0]
     chosen = list(doc["experiments"]) if scale["experiments"] == "all" else scale["experiments"]
     if only is not None:
+        # any experiment of the file, scaled by this scale's rules: a scale's own list is its default, not a limit
         for exp_id in only:
-            if exp_id not in chosen:
-                raise PlanError(f"config workloads.experiments: '{exp_id}' is not an experiment of scale "
-                                f"'{scale_name}' in {path} (it has: {', '.join(chosen)})")
-        chosen = [e for e in chosen if e in only]
+            if exp_id not in doc["experiments"]:
+                raise PlanError(f"config workloads.experiments: unknown experiment '{exp_id}' in {path} "
+                                f"(known: {', '.join(doc['experiments'])})")
+        chosen = [e for e in doc["experiments"] if e in only]
     runs: dict[tuple, Run] = {}
     for exp_id in chosen:
         exp = doc["experiments"][exp_id]

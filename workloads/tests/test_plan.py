@@ -86,6 +86,25 @@ def test_ci_scale_is_the_small_subset():
     assert all(r.rep == 1 for r in runs)
 
 
+def test_local_scale_covers_every_study_000_test_at_its_levels():
+    doc = plan.load()
+    runs = plan.expand(doc, CATALOG, "local")
+    s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000"}
+    assert {e for r in runs for e in r.experiments} == s000
+    for exp_id in s000:
+        levels = set(doc["experiments"][exp_id]["levels"])
+        assert {r.level for r in runs if exp_id in r.experiments} == levels, exp_id
+
+
+def test_config_experiments_may_name_any_experiment_of_the_file():
+    doc = plan.load()
+    runs = plan.expand(doc, CATALOG, "local", only=["E002-LAT"])
+    assert runs and {e for r in runs for e in r.experiments} == {"E002-LAT"}
+    assert {r.tuning for r in runs} == {"stock"}
+    with pytest.raises(plan.PlanError, match="unknown experiment 'E999-X'"):
+        plan.expand(doc, CATALOG, "local", only=["E999-X"])
+
+
 def test_level_dir_encodes_non_default_tuning_and_variants():
     r = plan.Run("kafka", "L1", "tuned", None, "w", None, 1)
     assert r.key == "kafka/L1/w/rep-1"
