@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from workloads import plan, scale
+from workloads import plan, scale, watch
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "runner" / "bin" / "omb-run"
@@ -102,6 +102,9 @@ class Clusters:
         if res.returncode != 0:
             self.down(log)
             raise RuntimeError(f"cluster {run.cluster_key} did not start (see {log})")
+        owner = os.environ.get(watch.OWNER_ENV)
+        if owner and owner.isdigit():
+            watch.spawn(int(owner), self.base, rundir)
         return rundir
 
 
