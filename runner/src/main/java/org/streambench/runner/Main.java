@@ -99,19 +99,23 @@ public final class Main {
         return x;
     }
 
+    /** A command-line file's text; a missing or unreadable file is a ConfigException naming it. */
+    static String readText(String file) {
+        try {
+            return Files.readString(Path.of(file));
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(file + ": file not found");
+        } catch (IOException e) {
+            throw new ConfigException(file + ": cannot read: " + e.getMessage());
+        }
+    }
+
     /** Everything checked before any connection. */
     static Runner.Options validate(Args a, Workload w, DriverConfig d) {
         d.checkAgainst(w);
         Runner.Options o = new Runner.Options();
         if (a.cluster != null) {
-            String text;
-            try {
-                text = Files.readString(Path.of(a.cluster));
-            } catch (NoSuchFileException e) {
-                throw new ConfigException(a.cluster + ": file not found");
-            } catch (IOException e) {
-                throw new ConfigException(a.cluster + ": cannot read: " + e.getMessage());
-            }
+            String text = readText(a.cluster);
             JsonNode c;
             try {
                 c = Fields.JSON.readTree(text);
@@ -186,14 +190,7 @@ public final class Main {
      * "error, workload, driver, message" (message on one line). Exit 0 when every pair is valid, 2 otherwise.
      */
     static int validatePairs(Args a) {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(Path.of(a.pairs));
-        } catch (NoSuchFileException e) {
-            throw new ConfigException(a.pairs + ": file not found");
-        } catch (IOException e) {
-            throw new ConfigException(a.pairs + ": cannot read: " + e.getMessage());
-        }
+        List<String> lines = readText(a.pairs).lines().toList();
         int bad = 0, n = 0;
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i);
