@@ -155,6 +155,13 @@ def test_scale_backlog_and_mixed():
     mixed = yaml.safe_load((plan.OMB_DIR / "1-topic-100-partitions-1kb-2p-2c-200k-mixed.yaml").read_text())
     wl, _ = scale.scale_workload(mixed, sc)
     assert wl["x-streambench"]["catchUpStartBacklogGB"] == 0.05 and wl["consumerBacklogSizeGB"] == 0
+    # with a rate and a short measured phase, the catch-up must start inside the phase (by a third of it)
+    local = plan.load()["scales"]["local"]
+    wl, changes = scale.scale_workload(mixed, local)
+    start_bytes = wl["x-streambench"]["catchUpStartBacklogGB"] * 2**30
+    written_by = start_bytes / (wl["producerRate"] * wl["messageSize"])
+    assert written_by <= local["warmup_seconds"] + local["test_seconds"] / 3 + 1e-3
+    assert any(c.startswith("x-streambench.catchUpStartBacklogGB") for c in changes)
 
 
 def test_aws_scale_is_identity_except_sweep_point():
