@@ -210,13 +210,28 @@ def testbed_table(d):
     return ["testbed", "item", "value", "source"], rows
 
 
+def _values(col) -> str:
+    vals = sorted({v for v in col.to_list() if v is not None})
+    return ", ".join(str(int(v)) if float(v).is_integer() else str(v) for v in vals)
+
+
 def runs_table(d):
+    """Result files per experiment and system, with the sizes the runs really had: the other tables label a
+    local run by the study test it reproduces (e.g. 100 partitions), this one says what it ran with (e.g. 16)."""
     rows = []
     for k, g in d["runs"].group_by(["source", "experiment", "system"]):
+        local = k[0] == "local"
+        rate = _values(g["effective_rate_msgps"].filter(g["effective_rate_msgps"] > 0)) if local else ""
+        if local and (g["effective_rate_msgps"] == 0).any():
+            rate = ", ".join(x for x in (rate, "max (rate search)") if x)
         rows.append(dict(zip(["source", "experiment", "system"], k), runs=distinct(g).height, files=g.height,
-                         distinct_files=g["blob_sha1"].n_unique(), testbeds=", ".join(sorted(set(g["testbed_label"].to_list())))))
+                         distinct_files=g["blob_sha1"].n_unique(), testbeds=", ".join(sorted(set(g["testbed_label"].to_list()))),
+                         study_partitions=_values(g["partitions"]),
+                         ran_with_partitions=_values(g["effective_partitions"]) if local else "as published",
+                         ran_at_msgps=rate if local else "as published"))
     rows.sort(key=lambda r: (r["source"] != "published", r["experiment"], r["system"]))
-    return ["source", "experiment", "system", "runs", "files", "distinct_files", "testbeds"], rows
+    return ["source", "experiment", "system", "runs", "files", "distinct_files", "testbeds", "study_partitions",
+            "ran_with_partitions", "ran_at_msgps"], rows
 
 
 # the text versions of wide tables keep the columns a reader needs (the .csv has every column)
