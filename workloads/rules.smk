@@ -14,6 +14,7 @@ import sys as _wl_sys
 from systems import durability as _wl_dur
 from workloads import drivers as _wl_drivers
 from workloads import plan as _wl_plan
+from workloads import watch as _wl_watch
 
 WL_TESTBED = config["testbed"]
 try:
@@ -30,9 +31,9 @@ except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
 WL_BY_KEY = {r.key: r for r in WL_RUNS}
 
 if workflow.is_main_process:
-    # jobs inherit it: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that stops the
-    # cluster once this Snakemake process is gone without having stopped it (SIGKILL, OOM kill, a hang)
-    os.environ["STREAMBENCH_OWNER_PID"] = str(os.getpid())
+    # jobs inherit the mark: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that
+    # stops the cluster once this Snakemake process is gone without having stopped it (SIGKILL, OOM kill, a hang)
+    _wl_watch.mark_owner()
 WL_PRIORITY = _wl_plan.priorities(WL_RUNS, config["workloads"]["seed"])
 WL_RUNS_DIR = f"data/runs/{WL_TESTBED}"
 WL_STATUS = [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_RUNS]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,6 +27,12 @@ from systems import cluster, proc
 
 ROOT = Path(__file__).resolve().parents[1]
 OWNER_ENV = "STREAMBENCH_OWNER_PID"
+
+
+def mark_owner() -> None:
+    """Called by the workflow's main process: its jobs (and so workloads/run.py) inherit its pid as the owner of
+    the clusters they start. The workflow sets this variable for its children; it never reads one from the user."""
+    os.environ[OWNER_ENV] = str(os.getpid())
 
 
 def start_ticks(pid: int) -> int | None:

@@ -82,3 +82,9 @@ def test_a_real_cluster_is_stopped_once_its_workflow_is_killed(tmp_path):
         if w is not None and w.poll() is None:
             w.kill()
         systems("down", "--dir", str(rundir), timeout=300)
+
+
+def test_the_workflow_marks_itself_as_owner(monkeypatch):
+    monkeypatch.delenv(watch.OWNER_ENV, raising=False)
+    watch.mark_owner()
+    assert os.environ[watch.OWNER_ENV] == str(os.getpid())
