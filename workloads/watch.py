@@ -79,10 +79,10 @@ def spawn(owner: int, clusters: Path, rundir: Path) -> subprocess.Popen | None:
     ticks = start_ticks(owner)
     if ticks is None:
         return None
-    log = open(Path(rundir) / "watch.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "workloads.watch", "--owner", str(owner), "--owner-start",
-                             str(ticks), "--clusters", str(clusters), "--dir", str(rundir)], cwd=ROOT,
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(Path(rundir) / "watch.log", "ab") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen([sys.executable, "-m", "workloads.watch", "--owner", str(owner), "--owner-start",
+                                 str(ticks), "--clusters", str(clusters), "--dir", str(rundir)], cwd=ROOT,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def main(argv=None) -> int:
