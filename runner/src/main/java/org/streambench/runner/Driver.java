@@ -16,7 +16,39 @@ public interface Driver extends AutoCloseable {
         /** asynchronous send; may block when the client's queue is full (as the clients do) */
         void send(String key, byte[] payload, SendCallback cb);
         void flush() throws Exception;
+
+        /**
+         * flush() bounded by a timeout: a client whose flush has no timeout of its own (Kafka's waits for every
+         * in-flight send, up to delivery.timeout.ms) is flushed on a helper thread that is abandoned past the timeout.
+         */
+        default void flush(long timeoutMs) throws Exception {
+            Exception[] failure = new Exception[1];
+            Thread t = new Thread(() -> {
+                try { flush(); } catch (Exception e) { failure[0] = e; }
+            }, "flush");
+            t.setDaemon(true);
+            t.start();
+            t.join(timeoutMs);
+            if (t.isAlive()) throw new java.util.concurrent.TimeoutException("flush did not finish within " + timeoutMs + " ms");
+            if (failure[0] != null) throw failure[0];
+        }
+
         void close() throws Exception;
+    }
+
+    /** how long any single blocking client call (create, subscribe, close, an admin request) may take */
+    long CALL_TIMEOUT_MS = 30_000;
+
+    /** waits for a client future, bounded by CALL_TIMEOUT_MS; a timeout names the operation */
+    static <T> T await(java.util.concurrent.CompletableFuture<T> f, String what) throws Exception {
+        try {
+            return f.get(CALL_TIMEOUT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            f.cancel(true);
+            throw new java.util.concurrent.TimeoutException(what + " did not finish within " + CALL_TIMEOUT_MS / 1000 + " s");
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
     }
 
     interface Handler { void onMessage(byte[] payload, int partition); }

@@ -11,13 +11,13 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 
-/** omb-run: CLI entry point. Exit codes: 0 ok, 1 run failed, 2 bad input (no broker contacted). */
+/** omb-run: CLI entry point. Exit codes: 0 ok, 1 run failed, 2 bad input (no broker contacted), 3 deadline passed. */
 public final class Main {
     public static final String VERSION = "0.1.0";
 
     static final String USAGE = "usage: omb-run --workload W.yaml --driver D.yaml [--cluster RUNDIR/cluster.json] --output OUT.json\n"
             + "               [--log LOG] [--process-index i --process-count n --start-at EPOCH_MS]\n"
-            + "               [--duration-seconds S] [--warmup-seconds S]\n"
+            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S]\n"
             + "       omb-run --validate-only --workload W.yaml --driver D.yaml [--cluster C.json]\n"
             + "       omb-run --validate-only --pairs LIST [--cluster C.json]   (LIST: one 'WORKLOAD<TAB>DRIVER' per line)\n"
             + "       omb-merge --output OUT.json PART.json...";
@@ -32,9 +32,8 @@ public final class Main {
             System.err.println("omb-run: error: " + e.getMessage());
             rc = 2;
         } catch (Throwable t) {
-            Log.error("run failed: " + t);
-            t.printStackTrace();
-            rc = 1;
+            Log.error("run failed: " + t, t);
+            rc = Runner.timedOut ? 3 : 1;
         }
         System.err.flush();
         System.exit(rc);
@@ -44,7 +43,7 @@ public final class Main {
         String workload, driver, cluster, output, log, pairs;
         boolean validateOnly;
         Integer index, count;
-        Long startAt, duration, warmup;
+        Long startAt, duration, warmup, deadline;
     }
 
     static Args parse(String[] args) {
@@ -67,6 +66,7 @@ public final class Main {
                 case "--start-at": a.startAt = num(k, v, 0, Long.MAX_VALUE); break;
                 case "--duration-seconds": a.duration = num(k, v, 1, Long.MAX_VALUE); break;
                 case "--warmup-seconds": a.warmup = num(k, v, 0, Long.MAX_VALUE); break;
+                case "--deadline-seconds": a.deadline = num(k, v, 1, Long.MAX_VALUE); break;
                 default: throw new ConfigException("command line: unknown option " + k + "\n" + USAGE);
             }
         }
@@ -144,6 +144,7 @@ public final class Main {
         o.startAt = a.startAt;
         o.durationSeconds = a.duration;
         o.warmupSeconds = a.warmup;
+        o.deadlineSeconds = a.deadline;
         if (o.count > 1) {
             if (w.producerRate == 0) throw new ConfigException(w.file, "producerRate", "0 (rate discovery) is not supported with --process-count > 1");
             if (w.backlogBytes > 0) throw new ConfigException(w.file, "consumerBacklogSizeGB", "backlog mode is not supported with --process-count > 1");
@@ -162,10 +163,11 @@ public final class Main {
             if (lp.getParent() != null) Files.createDirectories(lp.getParent());
             System.setProperty("omb.log", lp.toString());
             System.setProperty("log4j2.configurationFile", "log4j2-file.xml");
-            Log.toFile(lp.toString());
+            Log.toFile();
         } else {
             System.setProperty("log4j2.configurationFile", "log4j2-stderr.xml");
         }
+        ClientLogCounter.install();
         if (a.pairs != null) return validatePairs(a);
         Workload w = Workload.load(a.workload);
         DriverConfig d = DriverConfig.load(a.driver);

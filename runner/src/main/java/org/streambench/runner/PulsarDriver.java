@@ -45,7 +45,8 @@ final class PulsarDriver implements Driver {
                 .maxConcurrentLookupRequests(cfg.maxConcurrentLookupRequests)
                 .maxLookupRequests(Integer.MAX_VALUE)
                 .memoryLimit(cfg.clientMemoryLimitMB, SizeUnit.MEGA_BYTES)
-                .operationTimeout(10, TimeUnit.MINUTES)
+                .operationTimeout((int) CALL_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                .connectionTimeout(10, TimeUnit.SECONDS)
                 .listenerThreads(Runtime.getRuntime().availableProcessors())
                 .statsInterval(0, TimeUnit.SECONDS)
                 .allowTlsInsecureConnection(cfg.tlsAllowInsecureConnection)
@@ -76,7 +77,7 @@ final class PulsarDriver implements Driver {
     }
 
     private HttpResponse<String> call(String method, String path, String body) throws Exception {
-        HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(httpUrl + path)).timeout(Duration.ofSeconds(60))
+        HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(httpUrl + path)).timeout(Duration.ofMillis(CALL_TIMEOUT_MS))
                 .header("Content-Type", "application/json");
         r.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         return http.send(r.build(), HttpResponse.BodyHandlers.ofString());
@@ -167,7 +168,7 @@ final class PulsarDriver implements Driver {
         if (cfg.maxPendingMessagesAcrossPartitions > 0) b.maxPendingMessagesAcrossPartitions(cfg.maxPendingMessagesAcrossPartitions);
         if (cfg.batchingPartitionSwitchFrequencyByPublishDelay > 0)
             b.roundRobinRouterBatchingPartitionSwitchFrequency(cfg.batchingPartitionSwitchFrequencyByPublishDelay);
-        org.apache.pulsar.client.api.Producer<byte[]> p = b.create();
+        org.apache.pulsar.client.api.Producer<byte[]> p = Driver.await(b.createAsync(), "creating a producer on " + topic);
         Producer bp = new Producer() {
             @Override
             public void send(String key, byte[] payload, SendCallback cb) {
@@ -177,10 +178,19 @@ final class PulsarDriver implements Driver {
             }
 
             @Override
-            public void flush() throws Exception { p.flush(); }
+            public void flush() throws Exception { Driver.await(p.flushAsync(), "flushing a producer"); }
 
             @Override
-            public void close() throws Exception { p.close(); }
+            public void flush(long timeoutMs) throws Exception {
+                try {
+                    p.flushAsync().get(timeoutMs, TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+                }
+            }
+
+            @Override
+            public void close() throws Exception { Driver.await(p.closeAsync(), "closing a producer"); }
         };
         synchronized (open) { open.add(bp::close); }
         return bp;
@@ -200,7 +210,7 @@ final class PulsarDriver implements Driver {
                     handler.onMessage(msg.getValue(), part);
                     c.acknowledgeAsync(msg);
                 });
-        org.apache.pulsar.client.api.Consumer<byte[]> c = b.subscribe();
+        org.apache.pulsar.client.api.Consumer<byte[]> c = Driver.await(b.subscribeAsync(), "subscribing " + subscription + " to " + topic);
         Consumer bc = new Consumer() {
             @Override
             public void pause() { c.pause(); }
@@ -209,7 +219,7 @@ final class PulsarDriver implements Driver {
             public void resume() { c.resume(); }
 
             @Override
-            public void close() throws Exception { c.close(); }
+            public void close() throws Exception { Driver.await(c.closeAsync(), "closing a consumer"); }
         };
         synchronized (open) { open.add(bc::close); }
         return bc;
@@ -235,7 +245,7 @@ final class PulsarDriver implements Driver {
     @Override
     public void closeClients() {
         Driver.closeAll(open);
-        try { client.close(); } catch (Exception e) { Log.warn("pulsar client close: " + e); }
+        try { Driver.await(client.closeAsync(), "closing the Pulsar client"); } catch (Exception e) { Log.warn("pulsar client close: " + e); }
     }
 
     @Override

@@ -19,11 +19,19 @@ public final class Runner {
         public int index = 0, count = 1;
         public Long startAt;           // epoch ms shared by all processes
         public Long durationSeconds, warmupSeconds;
+        /** wall-clock bound on the whole run (null: the workload's default); past it the run fails with a timeout */
+        public Long deadlineSeconds;
     }
+
+    /** set once the deadline has passed: Main exits with status 3 (timeout) */
+    static volatile boolean timedOut;
+    /** what the run is doing now (set-up, warmup, discovery, build, drain, measure, flush, drain-wait, clean-up) */
+    private volatile String phaseName = "set-up";
 
     enum Phase { WARMUP, DISCOVERY, BUILD, DRAIN, MEASURE }
 
     private static final int PERIOD_SECONDS = 10;
+    private static final long FLUSH_MS = 30_000;
     private static final int[] PER_PERIOD = {Metrics.PUBLISH, Metrics.PUBLISH_CORRECTED, Metrics.PUBLISH_DELAY, Metrics.E2E};
 
     private final Workload w;
@@ -142,6 +150,8 @@ public final class Runner {
             try { cleanedUp.await(60, java.util.concurrent.TimeUnit.SECONDS); } catch (InterruptedException ignored) { }
         }, "omb-run-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
+        long deadlineSeconds = o.deadlineSeconds != null ? o.deadlineSeconds : w.defaultDeadlineSeconds();
+        Thread watchdog = watchdog(deadlineSeconds, cleanedUp);
         try {
             Log.info("run " + runId + ": " + dc.type.name().toLowerCase() + " " + driver.endpoints() + ", topics " + topics);
             if (o.index == 0) {
@@ -152,6 +162,7 @@ public final class Runner {
             }
             ObjectNode result = runOn(driver, topics, runId, runStartMicros);
             Log.info("clean-up");
+            phaseName = "clean-up";
             try { driver.closeClients(); } catch (Exception e) { Log.warn("close: " + e); }
             if (created) {
                 if (o.count > 1) Thread.sleep(10_000); // let the other processes finish their drain before deleting
@@ -175,8 +186,35 @@ public final class Runner {
             stopSenders = true;
             closeQuietly(driver);
             cleanedUp.countDown();
+            watchdog.interrupt();
             try { Runtime.getRuntime().removeShutdownHook(hook); } catch (IllegalStateException ignored) { }
         }
+    }
+
+    /**
+     * A daemon that ends a run that is past its deadline, whatever it is blocked in: it logs the phase, makes the main
+     * thread fail (which closes the clients and deletes the topics, each call bounded), waits up to 20 s for that
+     * clean-up, then halts the JVM with status 3.
+     */
+    private Thread watchdog(long seconds, java.util.concurrent.CountDownLatch cleanedUp) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(seconds * 1000L);
+            } catch (InterruptedException e) {
+                return; // the run ended in time
+            }
+            timedOut = true;
+            Log.error("timeout: the run's deadline of " + seconds + " s passed in phase " + phaseName);
+            System.err.println("omb-run: timeout: phase=" + phaseName + " deadlineSeconds=" + seconds);
+            System.err.flush();
+            abort = true;
+            stopSenders = true;
+            try { cleanedUp.await(20, java.util.concurrent.TimeUnit.SECONDS); } catch (InterruptedException ignored) { }
+            Runtime.getRuntime().halt(3);
+        }, "omb-run-deadline");
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     private static String text(JsonNode n) { return n == null || n.isMissingNode() || n.isNull() ? null : n.asText(); }
@@ -186,7 +224,7 @@ public final class Runner {
     }
 
     private void checkAbort() {
-        if (abort) throw new IllegalStateException("aborted by signal");
+        if (abort) throw new IllegalStateException(timedOut ? "deadline passed in phase " + phaseName : "aborted by signal");
         if (senderFailure != null) throw new IllegalStateException("producer thread failed: " + senderFailure, senderFailure);
     }
 
@@ -294,21 +332,27 @@ public final class Runner {
         int periodTicks = 0;
         long periodStartNanos = 0;
 
-        // discovery state
+        // discovery state: one Window per step (judged after its settle seconds), the search over step verdicts
         ObjectNode rateDiscovery = null;
         ArrayNode steps = null;
-        double lo = 0, hi = Double.POSITIVE_INFINITY;
-        long stepStartTick = 0, stepAcked0 = 0, stepSent0 = 0, stepBacklog0 = 0, stepPending0 = 0;
-        Histogram stepDelay = Histos.create();
+        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries) : null;
+        Window step = new Window(), measureWin = new Window();
         int stepIndex = 0;
         Double settledRate = discovery ? null : (double) w.producerRate;
         if (discovery) {
             rateDiscovery = Fields.JSON.createObjectNode();
             rateDiscovery.put("initialRate", w.discoveryInitialRate);
             rateDiscovery.put("stepSeconds", w.discoveryStepSeconds);
+            rateDiscovery.put("settleSeconds", w.discoverySettleSeconds);
             rateDiscovery.put("maxSteps", w.discoveryMaxSteps);
+            rateDiscovery.put("retries", w.discoveryRetries);
+            rateDiscovery.put("maxPublishDelayMs", w.discoveryMaxPublishDelayMs);
+            rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
+                    + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
+                    + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");
             steps = Fields.JSON.createArrayNode();
         }
+        long droppedBeforeMeasure = 0;
         // backlog state
         long targetBacklogMsgs = w.backlogBytes > 0 ? w.backlogBytes / w.messageSize : 0;
         ObjectNode backlogInfo = null;
@@ -334,6 +378,9 @@ public final class Runner {
             cuTargetMsgs = (long) Math.ceil(w.catchUpStartBacklogGB * (1L << 30) / w.messageSize);
         }
 
+        phaseName = phase.name().toLowerCase();
+        if (phase == Phase.DISCOVERY) step.begin(0, w.discoverySettleSeconds, 0, 0, 0, 0);
+        if (phase == Phase.MEASURE) measureWin.begin(0, 0, 0, 0, 0, 0);
         long prevSent = 0, prevAcked = 0, prevErr = 0, prevRecv = 0;
         long prevNanos = startNanos;
         long tick = 0;
@@ -353,10 +400,14 @@ public final class Runner {
             prevSent = sent; prevAcked = acked; prevErr = err; prevRecv = recv;
             long backlog = Math.max(0, allSubs() * sent - recv);
             long rcu = receivedCatchUp.sum();
+            long pending = sent - acked - err;
+            // the backlog of the tailing subscriptions (catch-up ones are paused on purpose); one process sees it whole
+            long tailBacklog = o.count == 1 ? Math.max(0, tailSubs() * sent - (recv - rcu)) : 0;
             ts.add(tick, phase.name().toLowerCase(), dAcked / dt, dErr / dt,
                     dRecv / dt, backlog, targetRate, recycle, sent, recv);
             for (Histogram[] ph : phaseHists.values()) addAll(ph, recycle);
-            if (phase == Phase.DISCOVERY) stepDelay.add(recycle[Metrics.PUBLISH_DELAY]);
+            if (phase == Phase.DISCOVERY) step.tick(tick, sent, acked, pending, tailBacklog, recycle[Metrics.PUBLISH_DELAY]);
+            if (phase == Phase.MEASURE) measureWin.tick(tick, sent, acked, pending, tailBacklog, recycle[Metrics.PUBLISH_DELAY]);
             boolean omb = ombStartTick >= 0;
             if (omb) {
                 if (periodTicks == 0) periodStartNanos = nowNanos - (long) (dt * 1e9);
@@ -388,52 +439,46 @@ public final class Runner {
                     if (inPhase >= warmup) next = discovery ? Phase.DISCOVERY : w.backlogBytes > 0 ? Phase.BUILD : Phase.MEASURE;
                     break;
                 case DISCOVERY: {
-                    long inStep = tick - stepStartTick;
+                    long inStep = tick - step.startTick;
                     if (inStep < w.discoveryStepSeconds) break;
-                    double stepRate = targetRate / processShare;
-                    double achieved = (acked - stepAcked0) / (double) inStep;
-                    double sentRate = (sent - stepSent0) / (double) inStep;
-                    long pending = sent - acked - err;
-                    long growth = backlog - stepBacklog0;
-                    long delayP99 = stepDelay.getValueAtPercentile(99);
-                    // sustainable: the producers kept to the schedule (sent, publish delay), the broker's acks kept
-                    // up with the sends (the in-flight count did not grow by more than 0.5 s of the rate) and the
-                    // consumers kept up. Counting acks inside a short step instead misjudges a broker whose acks
-                    // merely lag (a few hundred ms of fsync latency) as one that cannot take the rate.
-                    boolean pass = sentRate >= 0.97 * stepRate && delayP99 < 200_000
-                            && pending - stepPending0 < 0.5 * stepRate
-                            && (tailSubs() == 0 || growth < 0.5 * stepRate * tailSubs());
+                    double stepRate = search.current();
+                    boolean retry = search.retrying();
+                    long[] inFlight = step.inFlight(), bl = step.backlog();
+                    StepJudge.Verdict v = StepJudge.judge(stepRate, step.seconds(), step.sentInWindow(), inFlight, bl,
+                            tailSubs(), step.delay.getValueAtPercentile(99), (long) (w.discoveryMaxPublishDelayMs * 1000));
                     ObjectNode st = steps.addObject();
                     st.put("index", stepIndex);
                     st.put("targetRate", stepRate);
-                    st.put("publishRate", achieved);
-                    st.put("sendRate", sentRate);
-                    st.put("pendingStart", stepPending0);
+                    st.put("retry", retry);
+                    st.put("judgedSeconds", step.seconds());
+                    st.put("publishRate", step.seconds() > 0 ? step.ackedInWindow() / step.seconds() : 0);
+                    st.put("sendRate", v.sendRate);
+                    st.put("pendingStart", inFlight.length > 0 ? inFlight[0] : 0);
                     st.put("pendingEnd", pending);
-                    st.put("consumeRate", ts.meanConsume(inStep));
-                    st.put("backlogStart", stepBacklog0);
-                    st.put("backlogEnd", backlog);
-                    st.put("publishDelayP99Micros", delayP99);
-                    st.put("pass", pass);
-                    Log.info(String.format("rate discovery step %d: target %.0f msg/s, sent %.0f, acked %.0f, in flight %d -> %d, backlog %d -> %d, delay p99 %d us: %s",
-                            stepIndex, stepRate, sentRate, achieved, stepPending0, pending, stepBacklog0, backlog, delayP99, pass ? "pass" : "FAIL"));
-                    if (pass) lo = Math.max(lo, stepRate); else hi = Math.min(hi, stepRate);
+                    st.put("inFlightGrowth", v.inFlightGrowth);
+                    st.put("maxInFlight", v.maxInFlight);
+                    st.put("consumeRate", ts.meanConsume((long) step.seconds()));
+                    st.put("backlogStart", bl.length > 0 ? bl[0] : 0);
+                    st.put("backlogEnd", tailBacklog);
+                    st.put("backlogGrowth", v.backlogGrowth);
+                    st.put("publishDelayP99Micros", v.delayP99Micros);
+                    st.put("pass", v.pass);
+                    ArrayNode why = st.putArray("reasons");
+                    v.reasons.forEach(why::add);
+                    Log.info(String.format("rate discovery step %d%s: target %.0f msg/s, sent %.0f, acked %.0f, in flight %d -> %d, backlog %d -> %d, delay p99 %d us: %s",
+                            stepIndex, retry ? " (retry)" : "", stepRate, v.sendRate, st.get("publishRate").asDouble(),
+                            inFlight.length > 0 ? inFlight[0] : 0, pending, bl.length > 0 ? bl[0] : 0, tailBacklog, v.delayP99Micros,
+                            v.pass ? "pass" : "FAIL (" + String.join("; ", v.reasons) + ")"));
                     stepIndex++;
-                    double nr;
-                    if (Double.isInfinite(hi)) nr = stepRate * 2;
-                    else nr = (lo + hi) / 2;
-                    boolean done = stepIndex >= w.discoveryMaxSteps || (!Double.isInfinite(hi) && lo > 0 && hi / lo <= 1.05);
-                    if (done) {
-                        settledRate = lo > 0 ? lo : Math.max(1, hi / 2);
-                        if (lo == 0) warnings.add("rate discovery found no passing rate; settled on " + settledRate);
+                    if (search.record(v.pass)) {
+                        settledRate = search.settled();
+                        if (search.accepted() == 0) warnings.add("rate discovery found no sustainable rate; settled on " + fmt(settledRate));
                         rateDiscovery.put("settledRate", settledRate);
                         setRate(settledRate * processShare);
                         next = Phase.MEASURE;
                     } else {
-                        setRate(nr * processShare);
-                        stepStartTick = tick;
-                        stepAcked0 = acked; stepSent0 = sent; stepPending0 = sent - acked - err;
-                        stepBacklog0 = backlog; stepDelay.reset();
+                        setRate(search.current() * processShare);
+                        step.begin(tick, w.discoverySettleSeconds, sent, acked, pending, tailBacklog);
                     }
                     break;
                 }
@@ -496,11 +541,9 @@ public final class Runner {
             if (next == null) break;
             if (next != phase) {
                 Log.info("phase " + phase.name().toLowerCase() + " -> " + next.name().toLowerCase() + " at t=" + tick + " s");
-                if (next == Phase.DISCOVERY) {
-                    stepStartTick = tick; stepAcked0 = acked; stepSent0 = sent; stepPending0 = sent - acked - err;
-                    stepBacklog0 = backlog; stepDelay.reset();
-                }
+                if (next == Phase.DISCOVERY) step.begin(tick, w.discoverySettleSeconds, sent, acked, pending, tailBacklog);
                 if ((next == Phase.BUILD || next == Phase.MEASURE) && ombStartTick < 0) {
+                    droppedBeforeMeasure = m.scheduleDropped.sum();
                     // the measured phase starts a fresh schedule segment: sends the warm-up (or discovery) fell behind
                     // on are dropped, not sent back-to-back inside the measured phase, where they would inflate its
                     // rate; the achieved rate counts acknowledged sends by their intended time inside the window
@@ -514,10 +557,12 @@ public final class Runner {
                     backlogInfo.put("buildStartTime", Clock.iso(Clock.nowMicros()));
                 }
                 if (next == Phase.MEASURE) {
+                    measureWin.begin(tick, 0, sent, acked, pending, tailBacklog);
                     measureStartTick = tick; measureStartMicros = Clock.nowMicros();
                     if (w.mixed()) phaseHists.put("before", newHists());
                 }
                 phase = next;
+                phaseName = next.name().toLowerCase();
                 phaseStartTick = tick;
             }
         }
@@ -526,10 +571,21 @@ public final class Runner {
         long measureEndMicros = Clock.toEpochMicros(measureEndNanos);
         // ---- stop ----
         stopSenders = true;
+        phaseName = "flush";
         for (Thread s : senders) s.join(60_000);
+        long flushDeadline = System.currentTimeMillis() + FLUSH_MS;
         for (Driver.Producer p : mine) {
-            try { p.flush(); } catch (Exception e) { Log.warn("flush: " + e); }
+            try {
+                p.flush(Math.max(1, flushDeadline - System.currentTimeMillis()));
+            } catch (java.util.concurrent.TimeoutException e) {
+                warnings.add("flushing the producers did not finish within " + FLUSH_MS / 1000 + " s");
+                Log.warn(warnings.get(warnings.size() - 1));
+                break;
+            } catch (Exception e) {
+                Log.warn("flush: " + e);
+            }
         }
+        phaseName = "drain-wait";
         long deadline = System.currentTimeMillis() + 60_000;
         while (m.acked.sum() + m.errors.sum() < m.sent.sum() && System.currentTimeMillis() < deadline) Thread.sleep(50);
         if (m.acked.sum() + m.errors.sum() < m.sent.sum())
@@ -600,12 +656,14 @@ public final class Runner {
         pr.put("achieved", measSec > 0 ? inWindow / measSec : 0);
         pr.put("achievedMBps", measSec > 0 ? inWindow / measSec * w.messageSize / (1024.0 * 1024.0) : 0);
         pr.put("ackRate", measSec > 0 ? aggCount / measSec : 0);
-        long dropped = m.scheduleDropped.sum();
+        long dropped = m.scheduleDropped.sum(), droppedAtStart = dropped - droppedBeforeMeasure;
         pr.put("droppedScheduledSends", dropped);
-        if (!discovery && settledRate != null && dropped > Math.max(1, settledRate * processShare))
-            warnings.add("the producers were " + fmt(dropped / (settledRate * processShare))
+        pr.put("droppedAtMeasureStart", droppedAtStart);
+        if (settledRate != null && settledRate > 0 && droppedAtStart > Math.max(1, settledRate * processShare))
+            warnings.add("the producers were " + fmt(droppedAtStart / (settledRate * processShare))
                     + " s behind their schedule when the measured phase started; those sends were dropped"
-                    + " (the warm-up may be too short, or the rate is not sustainable)");
+                    + (discovery ? " (the last discovery step could not keep up)" : " (the warm-up may be too short, or the rate is not sustainable)"));
+        x.set("measuredPhase", measuredVerdict(measureWin, settledRate, processShare, measSec, inWindow));
         pr.put("processShare", processShare);
         x.set("publishLatencyMs", Histos.stats(agg[Metrics.PUBLISH], 1000.0));
         x.set("publishLatencyCorrected", Histos.stats(agg[Metrics.PUBLISH_CORRECTED], 1000.0));
@@ -697,11 +755,110 @@ public final class Runner {
             if (cuStartMicros < 0) warnings.add("the catch-up subscriptions never started (backlog target not reached in the measured phase)");
         }
         x.set("mixed", mixed);
+        x.set("clientLog", ClientLogCounter.summary());
+        String storm = ClientLogCounter.stormWarning();
+        if (storm != null) warnings.add(storm);
         ArrayNode wn = x.putArray("warnings");
         warnings.forEach(wn::add);
         for (Driver.Consumer c : tailingConsumers) try { c.close(); } catch (Exception ignored) { }
         for (Driver.Consumer c : catchUpConsumers) try { c.close(); } catch (Exception ignored) { }
         return r;
+    }
+
+    /**
+     * Whether the measured phase sustained its rate: the achieved rate against the target (a warning when it missed by
+     * more than 3 %, in every mode), and the StepJudge criteria over the whole phase (backlog and in-flight bounded).
+     */
+    private ObjectNode measuredVerdict(Window win, Double target, double processShare, double measSec, long inWindow) {
+        ObjectNode n = Fields.JSON.createObjectNode();
+        if (target == null || target <= 0 || win.seconds() <= 0 || measSec <= 0) {
+            n.putNull("sustained");
+            return n;
+        }
+        double perProcess = target * processShare, achieved = inWindow / measSec;
+        StepJudge.Verdict v = StepJudge.judge(perProcess, win.seconds(), win.sentInWindow(), win.inFlight(), win.backlog(),
+                o.count == 1 ? tailSubs() : 0, win.delay.getValueAtPercentile(99), (long) (w.discoveryMaxPublishDelayMs * 1000));
+        boolean rateMet = achieved >= StepJudge.MIN_SEND_FRACTION * perProcess;
+        boolean backlogBounded = v.reasons.stream().noneMatch(r -> r.startsWith("consumer backlog"));
+        boolean inFlightBounded = v.reasons.stream().noneMatch(r -> r.startsWith("in-flight"));
+        n.put("targetRate", perProcess);
+        n.put("achievedRate", achieved);
+        n.put("rateMet", rateMet);
+        n.put("sendRate", v.sendRate);
+        n.put("inFlightGrowth", v.inFlightGrowth);
+        n.put("maxInFlight", v.maxInFlight);
+        n.put("inFlightBounded", inFlightBounded);
+        if (o.count == 1 && tailSubs() > 0) {
+            n.put("backlogGrowth", v.backlogGrowth);
+            n.put("maxBacklog", v.maxBacklog);
+            n.put("backlogBounded", backlogBounded);
+        } else {
+            n.putNull("backlogGrowth"); n.putNull("maxBacklog"); n.putNull("backlogBounded");
+        }
+        n.put("publishDelayP99Micros", v.delayP99Micros);
+        n.put("sustained", rateMet && v.pass);
+        ArrayNode why = n.putArray("reasons");
+        if (!rateMet) why.add(String.format("achieved %.0f msg/s, below %.0f %% of %.0f", achieved, 100 * StepJudge.MIN_SEND_FRACTION, perProcess));
+        v.reasons.forEach(why::add);
+        if (!rateMet)
+            warnings.add(String.format("the measured phase achieved %.0f msg/s, %.1f %% below its target of %.0f msg/s",
+                    achieved, 100 * (1 - achieved / perProcess), perProcess));
+        if (!backlogBounded)
+            warnings.add(String.format("the consumers fell behind in the measured phase: backlog grew by %.0f messages (max %d)",
+                    v.backlogGrowth, v.maxBacklog));
+        if (!inFlightBounded)
+            warnings.add(String.format("acknowledgements fell behind in the measured phase: sends in flight grew by %.0f (max %d)",
+                    v.inFlightGrowth, v.maxInFlight));
+        return n;
+    }
+
+    /** Per-second samples of one judged window (a discovery step, or the measured phase). */
+    private static final class Window {
+        long startTick;
+        int settle;
+        boolean judging;
+        long sent0, acked0, sentLast, ackedLast;
+        final Histogram delay = Histos.create();
+        private final List<long[]> samples = new ArrayList<>(); // {inFlight, backlog}
+
+        void begin(long tick, int settleSeconds, long sent, long acked, long inFlight, long backlog) {
+            startTick = tick;
+            settle = settleSeconds;
+            judging = false;
+            samples.clear();
+            delay.reset();
+            if (settleSeconds == 0) startJudging(sent, acked, inFlight, backlog);
+        }
+
+        private void startJudging(long sent, long acked, long inFlight, long backlog) {
+            judging = true;
+            sent0 = sentLast = sent;
+            acked0 = ackedLast = acked;
+            delay.reset();
+            samples.clear();
+            samples.add(new long[] {inFlight, backlog});
+        }
+
+        void tick(long tick, long sent, long acked, long inFlight, long backlog, Histogram delayInterval) {
+            if (!judging) {
+                if (tick - startTick >= settle) startJudging(sent, acked, inFlight, backlog);
+                return;
+            }
+            delay.add(delayInterval);
+            samples.add(new long[] {inFlight, backlog});
+            sentLast = sent;
+            ackedLast = acked;
+        }
+
+        double seconds() { return Math.max(0, samples.size() - 1); }
+
+        long sentInWindow() { return sentLast - sent0; }
+
+        long ackedInWindow() { return ackedLast - acked0; }
+
+        long[] inFlight() { return samples.stream().mapToLong(a -> a[0]).toArray(); }
+
+        long[] backlog() { return samples.stream().mapToLong(a -> a[1]).toArray(); }
     }
 
     private ObjectNode phaseStats(Histogram[] h) {

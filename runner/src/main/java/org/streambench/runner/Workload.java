@@ -18,7 +18,8 @@ public final class Workload {
             "x-streambench");
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
             "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery");
-    static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps");
+    static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
+            "maxPublishDelayMs");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
 
@@ -41,7 +42,8 @@ public final class Workload {
     public double catchUpStartBacklogGB;
     public long backlogBytes; // effective consumer backlog target in bytes (0 = off)
     public double discoveryInitialRate = 1000;
-    public int discoveryStepSeconds = 5, discoveryMaxSteps = 24;
+    public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1;
+    public double discoveryMaxPublishDelayMs = 200;
     public ObjectNode echo;
 
     private Workload(String file) { this.file = file; }
@@ -86,6 +88,12 @@ public final class Workload {
         w.discoveryInitialRate = rd.number("initialRate", 1000, 1, 1e9);
         w.discoveryStepSeconds = (int) rd.integer("stepSeconds", 5, 2, 3600);
         w.discoveryMaxSteps = (int) rd.integer("maxSteps", 24, 2, 10_000);
+        w.discoverySettleSeconds = (int) rd.integer("settleSeconds", 1, 0, 3600);
+        w.discoveryRetries = (int) rd.integer("retries", 1, 0, 10);
+        w.discoveryMaxPublishDelayMs = rd.number("maxPublishDelayMs", 200, 1, 600_000);
+        if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
+            throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
+                    + " s of a " + w.discoveryStepSeconds + "-s step to judge; at least 2 s are needed");
 
         // ---- combinations (OMB would accept these and fail later, or silently misbehave) ----
         if (w.topics < 1) throw f.error("topics", "must be >= 1 (got " + w.topics + ")");
@@ -167,6 +175,21 @@ public final class Workload {
     public long warmupSeconds() { return warmupDurationSeconds >= 0 ? warmupDurationSeconds : warmupDurationMinutes * 60L; }
 
     public boolean mixed() { return catchUpSubscriptions > 0; }
+
+    /**
+     * The runner's own deadline when none is given on the command line: generous bounds on every phase (set-up,
+     * warm-up, each discovery step with its retries, backlog build and drain, the measured phase, the drain wait and
+     * the clean-up). workloads/run.py passes a tighter one derived from its plan.
+     */
+    public long defaultDeadlineSeconds() {
+        long s = 300 + warmupSeconds() + testSeconds() + 60 + 120 + 120;
+        if (producerRate == 0) s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
+        if (backlogBytes > 0) {
+            long build = producerRate > 0 ? (long) Math.ceil(backlogBytes / ((double) producerRate * messageSize)) : 3600;
+            s += build + Math.max(600, 10 * build);
+        }
+        return s;
+    }
 
     public int totalProducers() { return topics * producersPerTopic; }
 }

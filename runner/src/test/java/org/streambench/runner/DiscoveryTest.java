@@ -1,0 +1,141 @@
+package org.streambench.runner;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.DoublePredicate;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Max-rate discovery: the search over step verdicts and the judgement of one step. */
+class DiscoveryTest {
+    /** runs a search against a system that sustains rates up to capacity, with the given steps failing regardless */
+    private static List<Double> run(RateSearch s, DoublePredicate sustains, int... noisySteps) {
+        List<Double> tried = new ArrayList<>();
+        int i = 0;
+        while (!s.done()) {
+            double r = s.current();
+            tried.add(r);
+            boolean noisy = false;
+            for (int n : noisySteps) noisy |= n == i;
+            s.record(!noisy && sustains.test(r));
+            i++;
+        }
+        return tried;
+    }
+
+    @Test
+    void doublesThenBisectsToWithinFivePercent() {
+        RateSearch s = new RateSearch(2000, 24, 1);
+        run(s, r -> r <= 45_000);
+        assertTrue(s.settled() <= 45_000, "settled " + s.settled());
+        assertTrue(s.settled() >= 45_000 / 1.05, "settled " + s.settled());
+        assertTrue(s.rejected() / s.accepted() <= 1.05);
+    }
+
+    @Test
+    void aColdFirstStepDoesNotPullTheResultDown() {
+        // the old search turned down for good after one failed step at the initial rate and settled near 2 000
+        RateSearch cold = new RateSearch(2000, 24, 1);
+        List<Double> tried = run(cold, r -> r <= 45_000, 0);
+        assertEquals(2000, tried.get(1), "the failed first step is retried at the same rate");
+        RateSearch warm = new RateSearch(2000, 24, 1);
+        run(warm, r -> r <= 45_000);
+        assertEquals(warm.settled(), cold.settled(), 1e-9);
+    }
+
+    @Test
+    void aFailureConfirmedByItsRetryTurnsTheSearchDown() {
+        RateSearch s = new RateSearch(64_000, 24, 1);
+        List<Double> tried = run(s, r -> r <= 20_000);
+        assertEquals(List.of(64_000.0, 64_000.0, 32_000.0, 32_000.0, 16_000.0), tried.subList(0, 5));
+        assertTrue(s.settled() <= 20_000 && s.settled() >= 20_000 / 1.05, "settled " + s.settled());
+    }
+
+    @Test
+    void noRetriesMeansOneStepPerRate() {
+        RateSearch s = new RateSearch(1000, 3, 0);
+        assertFalse(s.record(true));
+        assertEquals(2000, s.current());
+        assertFalse(s.record(false));
+        assertEquals(1500, s.current());
+        assertTrue(s.record(true));
+        assertEquals(1500, s.settled());
+    }
+
+    @Test
+    void theStepBudgetEndsTheSearchAndNothingAcceptedSettlesBelowTheLowestFailure() {
+        RateSearch s = new RateSearch(1000, 4, 1);
+        run(s, r -> false);
+        assertTrue(s.done());
+        assertEquals(0, s.accepted());
+        assertEquals(500, s.rejected(), 1e-9);
+        assertEquals(250, s.settled(), 1e-9);
+        assertThrows(IllegalStateException.class, () -> s.record(true));
+    }
+
+    private static long[] flat(int n, long v) {
+        long[] a = new long[n];
+        java.util.Arrays.fill(a, v);
+        return a;
+    }
+
+    private static long[] ramp(int n, long from, long perSecond) {
+        long[] a = new long[n];
+        for (int i = 0; i < n; i++) a[i] = from + i * perSecond;
+        return a;
+    }
+
+    @Test
+    void aSteadyStepPasses() {
+        StepJudge.Verdict v = StepJudge.judge(10_000, 4, 40_000, flat(5, 300), flat(5, 800), 1, 5_000, 200_000);
+        assertTrue(v.pass, v.reasons.toString());
+    }
+
+    @Test
+    void theObservedFalsePassFailsNow() {
+        // issue 11: a 64 000 msg/s step whose in-flight sends and backlog grew from 447 to ~12 500 in 2 s was accepted
+        StepJudge.Verdict v = StepJudge.judge(64_000, 2, 128_000, new long[] {447, 6500, 12_481}, new long[] {447, 6700, 12_806},
+                1, 50_000, 200_000);
+        assertFalse(v.pass);
+        assertTrue(v.reasons.stream().anyMatch(r -> r.startsWith("in-flight sends grew")), v.reasons.toString());
+        assertTrue(v.reasons.stream().anyMatch(r -> r.startsWith("consumer backlog grew")), v.reasons.toString());
+    }
+
+    @Test
+    void aBufferCappedClientFailsOnItsSchedule() {
+        // Kafka: buffer.memory caps the in-flight count, so it cannot grow; send() blocks, the schedule slips
+        StepJudge.Verdict v = StepJudge.judge(78_000, 4, (long) (0.85 * 78_000 * 4), flat(5, 32_000), flat(5, 500), 1,
+                900_000, 200_000);
+        assertFalse(v.pass);
+        assertTrue(v.reasons.stream().anyMatch(r -> r.startsWith("sent ")), v.reasons.toString());
+        assertTrue(v.reasons.stream().anyMatch(r -> r.startsWith("publish delay")), v.reasons.toString());
+    }
+
+    @Test
+    void aBacklogLevelAboveOneWindowFailsEvenWithoutGrowth() {
+        StepJudge.Verdict v = StepJudge.judge(2_000, 4, 8_000, flat(5, 10), flat(5, 50_000), 1, 1_000, 200_000);
+        assertFalse(v.pass);
+        assertTrue(v.reasons.stream().anyMatch(r -> r.startsWith("consumer backlog reached")), v.reasons.toString());
+    }
+
+    @Test
+    void aShrinkingBacklogIsNotGrowth() {
+        StepJudge.Verdict v = StepJudge.judge(10_000, 4, 40_000, ramp(5, 9_000, -2_000), ramp(5, 9_000, -2_000), 1, 5_000, 200_000);
+        assertTrue(v.pass, v.reasons.toString());
+    }
+
+    @Test
+    void trendIsTheLeastSquaresSlope() {
+        assertEquals(0, StepJudge.trend(new long[] {5}), 1e-12);
+        assertEquals(3, StepJudge.trend(ramp(6, 1, 3)), 1e-9);
+        assertEquals(0, StepJudge.trend(new long[] {0, 100, 0, 100, 0, 100, 0}), 1e-9);
+    }
+
+    @Test
+    void clientLogShapesFoldNumbersAndBracketedNames() {
+        assertEquals("[…] […] Creating producer on cnx #",
+                ClientLogCounter.shape("[persistent://public/ns-x/sb-1-partition-3] [null] Creating producer on cnx 42"));
+    }
+}
