@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                       ("down", "stop every process of the run directory; no process or port remains")):
         p = sub.add_parser(name, help=hlp)
         p.add_argument("--dir", required=True, type=Path)
+        if name == "down":
+            p.add_argument("--purge", action="store_true",
+                           help="then delete the cluster's data directories (its logs and cluster.json stay)")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "prepare":
@@ -50,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             cluster.verify(a.dir, cfg=cfg, log=_log)
         elif a.cmd == "down":
             r = cluster.down(a.dir, cfg=cfg, log=_log)
+            if a.purge:
+                freed = cluster.purge_data(a.dir)
+                _log(f"down: deleted the cluster's data ({freed / 1e9:.2f} GB)")
             _log(f"down: stopped {len(r['stopped'])} node(s)"
                  + (f", killed {', '.join(r['killed'])}" if r["killed"] else ""))
         return 0

@@ -97,7 +97,8 @@ class Run:
               env: dict[str, str] | None = None) -> subprocess.Popen:
         e = dict(os.environ)
         e.update(env or {})
-        p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage)
+        p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
+                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)))
         self.procs[name] = p
         return p
 
@@ -206,6 +207,28 @@ def down(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
         except ValueError:
             pass
     return {"stopped": [r.node for r in alive], "killed": killed}
+
+
+def purge_data(rundir: Path) -> int:
+    """Delete the data of a stopped cluster (every directory under RUNDIR/nodes/<node>/ but logs/), keeping its
+    logs, configuration and cluster.json; returns the bytes freed. Refuses while a node of it still runs."""
+    rundir = Path(rundir)
+    if any(r.alive() for r in read_pid_records(rundir)):
+        raise SystemsError(f"{rundir}: cannot delete the data of a running cluster; run `down` first")
+    freed = 0
+    nodes = rundir / "nodes"
+    if not nodes.is_dir():
+        return 0
+    for nd in sorted(p for p in nodes.iterdir() if p.is_dir()):
+        for sub in sorted(p for p in nd.iterdir() if p.is_dir() and p.name != "logs"):
+            for f in sub.rglob("*"):
+                try:
+                    if f.is_file() and not f.is_symlink():
+                        freed += f.stat().st_size
+                except OSError:
+                    pass
+            shutil.rmtree(sub, ignore_errors=True)
+    return freed
 
 
 def _install_signal_handlers():

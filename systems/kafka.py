@@ -86,6 +86,15 @@ def expected_broker(level_broker: dict[str, Any]) -> dict[str, str]:
     return exp
 
 
+def storage_settings(storage: dict[str, Any], level_broker: dict[str, Any]) -> dict[str, Any]:
+    """The disk-space settings of config systems.kafka.storage; durability stays durability.yaml's alone."""
+    clash = sorted(set(storage) & set(level_broker))
+    if clash:
+        raise SystemsError(f"config systems.kafka.storage: {', '.join(clash)} is a durability setting "
+                           "(systems/durability.yaml); it cannot be overridden here")
+    return dict(storage)
+
+
 def start(run) -> None:
     libs = run.dist / "libs"
     ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
@@ -108,7 +117,8 @@ def start(run) -> None:
         data = nd / "data"
         data.mkdir(parents=True)
         conf = nd / "server.properties"
-        conf.write_text(render_properties(server_properties(i + 1, ports, data, ss["broker"])))
+        conf.write_text(render_properties({**server_properties(i + 1, ports, data, ss["broker"]),
+                                           **storage_settings(kcfg.get("storage") or {}, ss["broker"])}))
         run.add_node(name=name, role=ROLE, id=i + 1, ports=ports[i], data_dirs=[data], conf=[conf])
         # format the storage (writes meta.properties + the bootstrap checkpoint); runs in parallel
         fmt = [java, "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
@@ -123,7 +133,10 @@ def start(run) -> None:
     for i in range(NODES):
         name = f"kafka-{i + 1}"
         nd = run.node_dir(name)
-        cmd = [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"],
+        # GC log (2 rotating files of 10 MB): the run's validity check reads the longest pause of each node
+        gclog = f"-Xlog:gc:file={nd / 'logs' / 'gc.log'}:time,uptime:filecount=2,filesize=10M"
+        (nd / "logs").mkdir(parents=True, exist_ok=True)
+        cmd = [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"], gclog,
                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
                f"-Dkafka.logs.dir={nd / 'logs'}", "-cp", cp, "kafka.Kafka", str(nd / "server.properties")]
         run.start_node(name, cmd, cwd=nd, stop_stage=0)

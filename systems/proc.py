@@ -141,10 +141,25 @@ def read_pid_records(rundir: Path) -> list[PidRecord]:
     return recs
 
 
+# The node's stdout+stderr go through a pipe to a reader in the node's own process group: the first N bytes are
+# appended to the log, then a marker line, then the rest is read and discarded (the node never blocks or gets
+# EPIPE). bash execs the node after setting up the pipe, so the recorded pid is the node's own.
+_CAPPED = ('exec > >({ head -c "$1"; printf "\\n[streambench: log capped at %s bytes; the rest was discarded]\\n" "$1";'
+           ' exec cat >/dev/null; } >>"$2") 2>&1; shift 2; exec "$@"')
+
+
+def capped(cmd: list[str], log: Path, max_bytes: int) -> list[str]:
+    """cmd wrapped so that what it prints reaches log only up to max_bytes (then a marker line)."""
+    return ["bash", "-c", _CAPPED, "streambench-node", str(int(max_bytes)), str(log), *cmd]
+
+
 def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
-                  stop_stage: int = 0) -> tuple[subprocess.Popen, PidRecord]:
-    """Start cmd in a new session with stdout+stderr appended to log; write its pid file first thing."""
+                  stop_stage: int = 0, max_log_bytes: int | None = None) -> tuple[subprocess.Popen, PidRecord]:
+    """Start cmd in a new session with stdout+stderr appended to log (at most max_log_bytes of it, if given);
+    write its pid file first thing."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    if max_log_bytes:
+        cmd = capped(cmd, log, max_log_bytes)
     with open(log, "ab") as lf:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=env, start_new_session=True)

@@ -111,6 +111,15 @@ def _env(run, nd: Path, mem: str, **kv: str) -> dict[str, str]:
     return env
 
 
+def _bookie_storage(storage: dict[str, Any], level_bookie: dict[str, Any]) -> dict[str, Any]:
+    """The disk-space settings of config systems.pulsar.bookie_storage; durability stays durability.yaml's alone."""
+    clash = sorted(set(storage) & set(level_bookie))
+    if clash:
+        raise SystemsError(f"config systems.pulsar.bookie_storage: {', '.join(clash)} is a durability setting "
+                           "(systems/durability.yaml); it cannot be overridden here")
+    return dict(storage)
+
+
 def start(run) -> None:
     pc = run.cfg["pulsar"]
     ss = dur.server_settings("pulsar", run.level, run.tuning, run.durability)
@@ -172,6 +181,7 @@ def start(run) -> None:
             "httpServerEnabled": True, "httpServerPort": hport, "httpServerHost": "127.0.0.1",
             "prometheusStatsHttpEnable": False, "prometheusStatsHttpAddress": "127.0.0.1",
             "prometheusStatsHttpPort": mport,
+            **_bookie_storage(pc.get("bookie_storage") or {}, ss["bookie"]),
             **ss["bookie"],
         }))
         run.add_node(name=name, role="bookie", id=i + 1, ports={"bookie": bport, "http": hport, "metrics": mport},

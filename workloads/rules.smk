@@ -9,6 +9,7 @@
 # shuffle them inside it (workloads/plan.py); workloads/run.py starts, reuses and replaces the cluster. A failed
 # run is recorded as failed and the rest go on; `python -m workloads.run --clusters data/runs/<testbed>/clusters
 # --forget-failed data/runs/<testbed>/status` makes the next call retry exactly the failed runs.
+import json
 import sys as _wl_sys
 
 from systems import durability as _wl_dur
@@ -29,6 +30,10 @@ except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     _wl_sys.exit(1)
 
 WL_BY_KEY = {r.key: r for r in WL_RUNS}
+# the cells' bounds (workloads/guard.py) and the systems' disk-space settings the disk estimate needs
+WL_LIMITS = json.dumps({**config["workloads"]["limits"],
+                        "_storage": {"kafka": config["systems"]["kafka"]["storage"],
+                                     "pulsar": config["systems"]["pulsar"]["bookie_storage"]}}, sort_keys=True)
 
 if workflow.is_main_process:
     # jobs inherit the mark: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that
@@ -92,13 +97,14 @@ rule benchmark_run:
         clusters=f"{WL_RUNS_DIR}/clusters",
         testbed=WL_TESTBED,
         scale=WL_SCALE,
+        limits=WL_LIMITS,
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
         cluster=1,
     shell:
         "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver}"
-        " {params.args} --result {params.result} --status {output.status} --log {log}"
+        " {params.args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
 
 
 rule benchmarks:
@@ -114,10 +120,11 @@ rule benchmarks:
         status=lambda wc: f"{WL_RUNS_DIR}/status",  # the directory of the inputs
         testbed=WL_TESTBED,
         scale=WL_SCALE,
+        limits=WL_LIMITS,
     resources:
         cluster=1,
     shell:
-        "python -m workloads.run --clusters {params.clusters} --down-all > {log} 2>&1"
+        "python -m workloads.run --clusters {params.clusters} --down-all --limits {params.limits:q} > {log} 2>&1"
         " && python -m workloads.summary --status-dir {params.status} --scale {params.scale}"
         " --testbed {params.testbed} --out {output} >> {log} 2>&1"
 
@@ -138,10 +145,11 @@ rule experiment:
         status=lambda wc: f"{WL_RUNS_DIR}/status",  # the directory of the inputs
         testbed=WL_TESTBED,
         scale=WL_SCALE,
+        limits=WL_LIMITS,
     resources:
         cluster=1,
     shell:
-        "python -m workloads.run --clusters {params.clusters} --down-all > {log} 2>&1"
+        "python -m workloads.run --clusters {params.clusters} --down-all --limits {params.limits:q} > {log} 2>&1"
         " && python -m workloads.summary --status-dir {params.status} --scale {params.scale}"
         " --testbed {params.testbed} --experiment {wildcards.exp} --out {output} >> {log} 2>&1"
 

@@ -9,10 +9,17 @@ Outcome of a run: a status record (always written; it is the rule's output) and,
 result file under data/raw. A failed run is recorded as failed, with the tail of its log, and does not stop
 the other runs; partial results never reach data/raw. `python -m workloads.run --forget-failed` deletes the
 failed records so that the next Snakemake call retries exactly those runs.
+
+Bounds (workloads/guard.py, config `workloads.limits`): the runner gets a deadline derived from its scaled
+workload and is killed (its whole process group) when it overstays it; every `systems` call has a timeout; the
+data file system is checked before each cell and watched while it runs. A cell that hits a bound is recorded
+`failed` with `reason` (`timeout`, `disk`, `cluster`, `error`) and the phase it was in, its cluster is replaced,
+and the next cell runs. A stopped cluster's data is deleted (config `keep_data` keeps the last failed one).
 """
 from __future__ import annotations
 
 import argparse
+import re
 import datetime as dt
 import json
 import os
@@ -24,7 +31,11 @@ from pathlib import Path
 
 import yaml
 
-from workloads import plan, scale, watch
+import signal
+import threading
+
+from systems import cluster as sys_cluster
+from workloads import guard, plan, scale, watch
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "runner" / "bin" / "omb-run"
@@ -52,20 +63,70 @@ def first_error(path: Path) -> str:
     return ""
 
 
+class CellFailure(RuntimeError):
+    """A cell that could not run to its end: `reason` is timeout | disk | cluster | error, `phase` where it was."""
+
+    def __init__(self, reason: str, message: str, phase: str | None = None):
+        super().__init__(message)
+        self.reason, self.phase = reason, phase
+
+
 def systems_cli(*args: str, log: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "systems", *args]
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         fh.flush()
-        return subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)
+        try:
+            return subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fh.write(f"systems {args[0]}: no answer within {timeout:.0f} s; killed\n")
+            raise CellFailure("timeout", f"`systems {args[0]}` did not finish within {timeout:.0f} s", f"systems-{args[0]}") from None
+
+
+def kill_group(p: subprocess.Popen, grace: float = 15.0) -> None:
+    """SIGTERM the process group of p (the runner and anything it started), SIGKILL after grace seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+_PHASE = re.compile(r"phase (\S+) -> (\S+) at t=")
+_TIMEOUT = re.compile(r"timeout: (?:the run's deadline of \d+ s passed in phase (\S+)|phase=(\S+))")
+
+
+def runner_phase(*logs: Path) -> str:
+    """The phase a runner was in, from its log lines: its own timeout line, else the last phase change."""
+    phase = "set-up"
+    for lp in logs:
+        try:
+            text = lp.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            m = _TIMEOUT.search(line)
+            if m:
+                return m.group(1) or m.group(2)
+            m = _PHASE.search(line)
+            if m:
+                phase = m.group(2)
+    return phase
 
 
 class Clusters:
     """The one cluster this testbed has running, recorded in <clusters>/current.json."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, limits: dict | None = None):
         self.base = base
         self.current = base / "current.json"
+        self.kept = base / "kept.json"
+        self.limits = guard.limits_with_defaults(limits)
 
     def read(self) -> dict | None:
         try:
@@ -83,34 +144,148 @@ class Clusters:
         except ValueError:
             return False
 
-    def down(self, log: Path) -> None:
+    def down(self, log: Path, failed: bool = False) -> None:
+        """Stop the current cluster and delete its data, unless `keep_data` keeps it (a failed cluster's data is
+        kept by the default `last-failed`, in place of the one kept before)."""
         cur = self.read()
         if cur is None:
             return
-        systems_cli("down", "--dir", cur["dir"], log=log)
+        res = systems_cli("down", "--dir", cur["dir"], log=log, timeout=self.limits["systems_timeout_seconds"])
         self.current.unlink(missing_ok=True)
+        if res.returncode != 0:
+            return  # something still runs: never delete under a live process; the next `up` reports it
+        keep = self.limits["keep_data"]
+        if keep == "all" or (keep == "last-failed" and failed):
+            if keep == "last-failed":
+                self._purge_kept(log)
+                scale.write_atomic(self.kept, json.dumps({"dir": cur["dir"], "since": now()}))
+            return
+        self._purge(Path(cur["dir"]), log)
 
-    def ensure(self, run: plan.Run, log: Path) -> Path:
+    def _purge(self, rundir: Path, log: Path) -> None:
+        try:
+            freed = sys_cluster.purge_data(rundir)
+        except Exception as exc:  # a live node: leave the data, say so
+            with open(log, "a") as fh:
+                fh.write(f"not deleting the data of {rundir}: {exc}\n")
+            return
+        with open(log, "a") as fh:
+            fh.write(f"deleted the data of {rundir} ({freed / 1e9:.2f} GB)\n")
+
+    def _purge_kept(self, log: Path) -> None:
+        try:
+            old = json.loads(self.kept.read_text())["dir"]
+        except (OSError, ValueError, KeyError):
+            return
+        self._purge(Path(old), log)
+        self.kept.unlink(missing_ok=True)
+
+    def collect_garbage(self, log: Path) -> None:
+        """Delete the data of every stopped cluster here but the kept one (left by a crash, a kill, a watcher)."""
+        try:
+            kept = json.loads(self.kept.read_text()).get("dir")
+        except (OSError, ValueError):
+            kept = None
+        cur = (self.read() or {}).get("dir")
+        for d in sorted(p for p in self.base.iterdir() if p.is_dir() and (p / "nodes").is_dir()):
+            if str(d) in (kept, cur):
+                continue
+            if sys_cluster.status(d)["state"] == "stopped" and any(
+                    c.is_dir() and c.name != "logs" for nd in (d / "nodes").iterdir() if nd.is_dir() for c in nd.iterdir()):
+                self._purge(d, log)
+
+    def ensure(self, run: plan.Run, log: Path, need_bytes: float = 0.0) -> Path:
         cur = self.read()
         if cur and cur["key"] == run.cluster_key and self.running(cur["dir"]):
+            try:
+                guard.check_disk(self.base, need_bytes, self.limits, f"cell {run.key}")
+            except guard.DiskShort as exc:
+                raise CellFailure("disk", str(exc), "set-up") from None
             return Path(cur["dir"])
         self.down(log)
-        rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
         self.base.mkdir(parents=True, exist_ok=True)
+        self.collect_garbage(log)
+        storage = (self.limits.get("_storage") or {}).get(run.system, {})
+        try:
+            guard.check_disk(self.base, need_bytes + guard.fixed_need_bytes(run.system, storage), self.limits,
+                             f"a {run.system} cluster and cell {run.key}")
+        except guard.DiskShort as exc:
+            raise CellFailure("disk", str(exc), "set-up") from None
+        rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
         scale.write_atomic(self.current, json.dumps({"key": run.cluster_key, "dir": str(rundir), "since": now()}))
-        res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), log=log)
+        res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), log=log,
+                          timeout=self.limits["systems_timeout_seconds"])
         if res.returncode != 0:
-            self.down(log)
-            raise RuntimeError(f"cluster {run.cluster_key} did not start (see {log})")
+            self.down(log, failed=True)
+            raise CellFailure("cluster", f"cluster {run.cluster_key} did not start (see {log})", "systems-up")
         owner = os.environ.get(watch.OWNER_ENV)
         if owner and owner.isdigit():
             watch.spawn(int(owner), self.base, rundir)
         return rundir
 
 
+def replicas_of(driver: Path) -> int:
+    """How many copies of each message the cluster stores (Kafka replicationFactor, Pulsar writeQuorum)."""
+    try:
+        d = yaml.safe_load(driver.read_text()) or {}
+    except (OSError, ValueError):
+        return 3
+    for k in ("replicationFactor",):
+        if isinstance(d.get(k), int):
+            return d[k]
+    for k in ("writeQuorum", "ensembleSize"):
+        v = (d.get("client") or {}).get("persistence", {}).get(k) if isinstance(d.get("client"), dict) else None
+        if isinstance(v, int):
+            return v
+    return 3
+
+
+def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, rundir: Path, data_path: Path,
+               limits: dict) -> tuple[int, guard.HostSampler, str | None, float]:
+    """Run the runner in its own process group with a wall-clock bound and the disk watched.
+    Returns (exit code, the host sampler, why it was stopped or None, elapsed seconds)."""
+    cluster_pgids = set()
+    for pf in (rundir / "pids").glob("*.json"):
+        try:
+            cluster_pgids.add(int(json.loads(pf.read_text())["pgid"]))
+        except (OSError, ValueError, KeyError):
+            pass
+    stop_why: list[str] = []
+    with open(log, "a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    sampler = guard.HostSampler(cluster_pgids, p.pid, data_path, limits)
+    sampler.start()
+    t0 = time.monotonic()
+    # the runner ends itself at its deadline (exit 3, after a bounded clean-up); past that and this grace it is killed
+    hard = deadline + 45
+    try:
+        while True:
+            try:
+                rc = p.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if sampler.disk_full and not stop_why:
+                stop_why.append("disk")
+                threading.Thread(target=kill_group, args=(p,), daemon=True).start()
+            if time.monotonic() - t0 > hard and "timeout" not in stop_why:
+                stop_why.append("timeout")
+                kill_group(p)
+    except BaseException:
+        kill_group(p, grace=5)  # Ctrl-C or SIGTERM of this process: the runner goes with it
+        raise
+    finally:
+        sampler.stop()
+    return rc, sampler, (stop_why[0] if stop_why else None), time.monotonic() - t0
+
+
 def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
-            driver: Path, experiments: Path = plan.EXPERIMENTS) -> dict:
+            driver: Path, experiments: Path = plan.EXPERIMENTS, limits: dict | None = None) -> dict:
     doc = plan.load(experiments)
+    limits = guard.limits_with_defaults(limits)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
     work = clusters.parent / "work" / run.relpath(testbed)
@@ -120,35 +295,80 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
               "workload": run.workload_id, "baseWorkload": run.base_workload, "rate": run.rate, "rep": run.rep,
               "experiments": list(run.experiments), "scale": scale_name, "testbed": testbed, "startedAt": now(),
               "log": str(log)}
+    warnings: list[str] = []
+    cl = Clusters(clusters, limits)
+    runner_log = work / "runner.log"
     try:
         wl_src = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
         wl, changes = scale.scale_workload(wl_src, doc["scales"][scale_name], run.rate)
         record["scaling"] = changes
+        planned, deadline = guard.plan_seconds(wl), guard.deadline_seconds(wl, limits)
+        record.update(plannedSeconds=round(planned, 1), deadlineSeconds=deadline)
         wl_file = work / f"{run.workload_id}.yaml"
         scale.write_atomic(wl_file, yaml.safe_dump(wl, sort_keys=False))
         drv_file = work / "driver.yaml"
         shutil.copyfile(driver, drv_file)  # the generated file (workloads/drivers/), kept in step by a test
-        rundir = Clusters(clusters).ensure(run, log)
+        need = guard.disk_need_bytes(wl, replicas_of(drv_file), limits)
+        record["diskNeedBytes"] = int(need)
+        rundir = cl.ensure(run, log, need)
         tmp_out = work / "result.json"
         cmd = [str(RUNNER), "--workload", str(wl_file), "--driver", str(drv_file),
-               "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(work / "runner.log")]
-        with open(log, "a") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n")
-            fh.flush()
-            res = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-        if res.returncode != 0 or not tmp_out.is_file():
-            why = first_error(work / "runner.log") or first_error(log)
-            raise RuntimeError(f"runner exited {res.returncode}: {why}\n{tail(work / 'runner.log') or tail(log)}")
-        audit = json.loads(tmp_out.read_text()).get("x-streambench", {}).get("audit", {})
+               "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
+               "--deadline-seconds", str(deadline)]
+        rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits)
+        record["runnerSeconds"] = round(elapsed, 1)
+        record["diskPeakUsedBytes"] = sampler.peak_used
+        if stopped == "disk":
+            raise CellFailure("disk", sampler.disk_full or "the data file system filled up", runner_phase(runner_log))
+        if stopped == "timeout" or rc == 3:
+            raise CellFailure("timeout", f"the runner passed its deadline of {deadline} s (planned {planned:.0f} s)",
+                              runner_phase(runner_log, log))
+        if rc != 0 or not tmp_out.is_file():
+            why = first_error(runner_log) or first_error(log)
+            raise CellFailure("error", f"runner exited {rc}: {why}", runner_phase(runner_log))
+        if elapsed > limits["late_factor"] * planned + 30:
+            warnings.append(f"the runner took {elapsed:.0f} s, far longer than the {planned:.0f} s planned")
+        res = json.loads(tmp_out.read_text())
+        x = res.setdefault("x-streambench", {})
+        t0 = _epoch(x.get("measurementStartTime"))
+        t1 = _epoch(x.get("measurementEndTime"))
+        host = sampler.summary(t0, t1)
+        gc = guard.gc_pauses(guard.node_gc_logs(rundir), t0, t1) if t0 and t1 else {}
+        val = guard.validity(host, res, limits)
+        x["testbedHost"] = {"measuredPhase": host, "brokerMaxGcPauseMs": gc,
+                            "maxGcPauseMs": max(gc.values()) if gc else None, "validity": val}
+        audit = x.get("audit", {})
         record["audit"] = {k: audit.get(k) for k in ("sent", "acked", "sendErrors", "lost", "duplicated", "outOfOrder")}
+        record["validity"] = val
+        record["host"] = host
+        record["maxGcPauseMs"] = x["testbedHost"]["maxGcPauseMs"]
+        record["runnerWarnings"] = x.get("warnings", [])
+        scale.write_atomic(tmp_out, json.dumps(res, indent=2) + "\n")
         result.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp_out, result)  # same file system: data/raw and data/runs both live under data/
         record.update(status="ok", result=str(result))
     except Exception as exc:  # a failed run is recorded and the workflow goes on
-        record.update(status="failed", error=str(exc), logTail=tail(log))
+        reason = exc.reason if isinstance(exc, CellFailure) else "error"
+        record.update(status="failed", reason=reason, phase=getattr(exc, "phase", None), error=str(exc),
+                      logTail=tail(runner_log) or tail(log))
+        # a cell that failed may have left the cluster in any state: replace it (its data kept for debugging)
+        try:
+            cl.down(log, failed=True)
+        except Exception as exc2:
+            record["cleanupError"] = str(exc2)
+    record["warnings"] = warnings
     record["endedAt"] = now()
     scale.write_atomic(status, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def forget_failed(status_root: Path) -> int:
@@ -184,11 +404,16 @@ def main(argv=None) -> int:
     ap.add_argument("--result")
     ap.add_argument("--status")
     ap.add_argument("--log")
+    ap.add_argument("--limits", default="{}", help="JSON of config workloads.limits (defaults: workloads/guard.py)")
     a = ap.parse_args(argv)
+    try:
+        limits = json.loads(a.limits)
+    except ValueError as exc:
+        ap.error(f"--limits: not JSON: {exc}")
     clusters = Path(a.clusters)
     if a.down_all:
         clusters.mkdir(parents=True, exist_ok=True)
-        Clusters(clusters).down(clusters / "down.log")
+        Clusters(clusters, limits).down(clusters / "down.log")
         return 0
     if a.forget_failed:
         print(f"forgot {forget_failed(Path(a.forget_failed))} failed run(s)")
@@ -199,7 +424,8 @@ def main(argv=None) -> int:
         ap.error("missing " + ", ".join("--" + m for m in missing))
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, exps, a.default_tuning)
-    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.driver), Path(a.experiments))
+    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.driver),
+                  Path(a.experiments), limits)
     print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok" else ""))
     return 0
 

@@ -28,10 +28,21 @@ def summarise(status_dir: Path, experiment: str | None = None) -> dict:
             pass
     lost = sum((r.get("audit") or {}).get("lost") or 0 for r in runs)
     dup = sum((r.get("audit") or {}).get("duplicated") or 0 for r in runs)
+    suspect = [r for r in runs if r.get("status") == "ok" and (r.get("validity") or {}).get("status") == "suspect"]
+    late = [r for r in runs if r.get("warnings")]
+    reasons: dict[str, int] = {}
+    for r in failed:
+        reasons[r.get("reason", "error")] = reasons.get(r.get("reason", "error"), 0) + 1
+    peak = max((r.get("diskPeakUsedBytes") or 0 for r in runs), default=0)
     return {
-        "runs": len(runs), "ok": len(runs) - len(failed), "failed": len(failed),
+        "runs": len(runs), "ok": len(runs) - len(failed), "failed": len(failed), "failedBy": reasons,
+        "suspect": len(suspect), "withWarnings": len(late),
         "runSeconds": round(seconds, 1), "lostMessages": lost, "duplicatedMessages": dup,
-        "failures": [{"run": r.get("run"), "error": (r.get("error") or "").splitlines()[:1], "log": r.get("log")} for r in failed],
+        "diskPeakUsedBytes": peak,
+        "failures": [{"run": r.get("run"), "reason": r.get("reason", "error"), "phase": r.get("phase"),
+                      "error": (r.get("error") or "").splitlines()[:1], "log": r.get("log")} for r in failed],
+        "suspects": [{"run": r.get("run"), "reasons": r["validity"]["reasons"]} for r in suspect],
+        "warnings": [{"run": r.get("run"), "warnings": r["warnings"]} for r in late],
         "results": [r["result"] for r in runs if r.get("status") == "ok"],
     }
 
@@ -44,9 +55,12 @@ def check(path: Path) -> int:
         print(f"error: {path}: {exc}", file=sys.stderr)
         return 2
     print(f"{path}: {s['ok']}/{s['runs']} runs ok, {s['lostMessages']} lost, {s['duplicatedMessages']} duplicated, "
-          f"{s['runSeconds']} s of runs")
+          f"{s.get('suspect', 0)} suspect, {s['runSeconds']} s of runs")
     for f in s["failures"]:
-        print(f"  failed: {f['run']}: {' '.join(f['error'])} (log {f['log']})")
+        print(f"  failed ({f.get('reason', 'error')}{', in ' + f['phase'] if f.get('phase') else ''}): {f['run']}: "
+              f"{' '.join(f['error'])} (log {f['log']})")
+    for w in s.get("warnings", []):
+        print(f"  warning: {w['run']}: {'; '.join(w['warnings'])}")
     return 0 if s["runs"] > 0 and s["failed"] == 0 and s["lostMessages"] == 0 and s["duplicatedMessages"] == 0 else 1
 
 

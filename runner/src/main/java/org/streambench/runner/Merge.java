@@ -123,6 +123,24 @@ public final class Merge {
                 periods, agg[0], agg[2], agg[3]);
         ObjectNode x = first.get("x-streambench").deepCopy();
         r.set("x-streambench", x);
+        // each process judged its own measured phase; the run sustained its rate only if every part did
+        ObjectNode mp = x.putObject("measuredPhase");
+        ArrayNode mparts = mp.putArray("parts");
+        Boolean sustained = Boolean.TRUE;
+        long clientWarnings = 0, clientErrors = 0;
+        for (JsonNode d : docs) {
+            JsonNode pm = d.at("/x-streambench/measuredPhase");
+            mparts.add(pm.isMissingNode() ? Fields.JSON.nullNode() : pm);
+            if (!pm.path("sustained").isBoolean()) sustained = null;
+            else if (sustained != null) sustained = sustained && pm.path("sustained").asBoolean();
+            clientWarnings += d.at("/x-streambench/clientLog/warnings").asLong();
+            clientErrors += d.at("/x-streambench/clientLog/errors").asLong();
+        }
+        if (sustained == null) mp.putNull("sustained"); else mp.put("sustained", sustained);
+        if (x.path("clientLog").isObject()) {
+            ((ObjectNode) x.get("clientLog")).put("warnings", clientWarnings);
+            ((ObjectNode) x.get("clientLog")).put("errors", clientErrors);
+        }
         ObjectNode proc = x.putObject("process");
         proc.putNull("index");
         proc.put("count", count);

@@ -1,0 +1,324 @@
+"""What keeps one benchmark cell honest and bounded: its planned length and deadline, the disk it may use, and
+the state of the host while it ran.
+
+- `plan_seconds` / `deadline_seconds`: from the scaled workload, how long the runner should take (nominal) and
+  the wall-clock bound past which `workloads.run` kills it and records the cell as failed (reason `timeout`).
+- `disk_need_bytes`: what a cell can write to the cluster's data file system (rate x time x size x replicas) and
+  `check_disk` the refusal, before a cluster starts, when the file system cannot take it below the brokers'
+  thresholds.
+- `HostSampler`: a thread that samples /proc once a second while the runner runs: CPU use of the whole host,
+  of the cluster's processes and of the runner, steal, load average, and the data file system's use (it calls
+  back when that crosses the stop threshold, so the run is stopped before the bookies turn read-only).
+- `gc_pauses`: the longest JVM pause of each node in a time window, from the nodes' GC logs.
+- `validity`: the run's verdict: `suspect` with reasons when the host was busy with other work, stolen from,
+  or the runner fell behind its own schedule.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+# BookKeeper turns a bookie read-only when its disk is fuller than diskUsageThreshold (0.95 by default); Kafka
+# has no threshold and fails its log directory when a write fails.
+BOOKIE_READONLY_FRACTION = 0.95
+
+LIMIT_DEFAULTS = {
+    "deadline_factor": 2.0,
+    "deadline_margin_seconds": 120,
+    "late_factor": 1.5,
+    "systems_timeout_seconds": 900,
+    "keep_data": "last-failed",
+    "disk_stop_used_fraction": 0.90,
+    "disk_min_free_gb": 2.0,
+    "assumed_max_mbps": 120,
+    "suspect_foreign_cpu_cores": 0.5,
+    "suspect_steal_percent": 5.0,
+    "suspect_publish_delay_p99_ms": 1000,
+}
+
+
+def limits_with_defaults(limits: dict | None) -> dict:
+    out = dict(LIMIT_DEFAULTS)
+    out.update(limits or {})
+    return out
+
+
+def _ext(wl: dict) -> dict:
+    return wl.get("x-streambench") or {}
+
+
+def _warmup_s(wl: dict) -> float:
+    e = _ext(wl)
+    return float(e["warmupDurationSeconds"]) if "warmupDurationSeconds" in e else 60.0 * wl.get("warmupDurationMinutes", 1)
+
+
+def _test_s(wl: dict) -> float:
+    e = _ext(wl)
+    return float(e["testDurationSeconds"]) if "testDurationSeconds" in e else 60.0 * wl.get("testDurationMinutes", 0)
+
+
+def _discovery(wl: dict) -> dict:
+    rd = _ext(wl).get("rateDiscovery") or {}
+    return {"stepSeconds": rd.get("stepSeconds", 5), "maxSteps": rd.get("maxSteps", 24), "retries": rd.get("retries", 1),
+            "initialRate": rd.get("initialRate", 1000)}
+
+
+def _backlog_bytes(wl: dict) -> float:
+    e = _ext(wl)
+    if e.get("consumerBacklogSizeBytes"):
+        return float(e["consumerBacklogSizeBytes"])
+    return float(wl.get("consumerBacklogSizeGB", 0)) * (1 << 30)
+
+
+def plan_seconds(wl: dict) -> float:
+    """Nominal wall time of one runner invocation on a healthy cluster: set-up (topics, consumers), warm-up, every
+    discovery step without retries, backlog build and drain, the measured phase, drain wait and clean-up."""
+    rate = wl.get("producerRate", 0)
+    s = 20.0 + 0.05 * wl.get("topics", 1) * wl.get("partitionsPerTopic", 1)
+    s += _warmup_s(wl) + _test_s(wl)
+    if rate == 0:
+        d = _discovery(wl)
+        s += d["stepSeconds"] * d["maxSteps"]
+    bb = _backlog_bytes(wl)
+    if bb > 0 and rate > 0:
+        s += 2 * bb / (rate * wl.get("messageSize", 1024))  # build at the producer rate, drain at least as fast
+    return s + 15.0
+
+
+def deadline_seconds(wl: dict, limits: dict) -> int:
+    """The wall-clock bound of one runner invocation: factor x plan + margin, and every discovery retry on top."""
+    s = limits["deadline_factor"] * plan_seconds(wl) + limits["deadline_margin_seconds"]
+    if wl.get("producerRate", 0) == 0:
+        d = _discovery(wl)
+        s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
+    return int(round(s))
+
+
+def disk_need_bytes(wl: dict, replicas: int, limits: dict) -> float:
+    """Upper estimate of what one cell writes to the data file system: the producers' bytes over warm-up,
+    discovery and the measured phase (at the workload's rate, or for a max-rate search at assumed_max_mbps),
+    times the replicas, plus the backlog it builds."""
+    rate = wl.get("producerRate", 0)
+    size = wl.get("messageSize", 1024)
+    secs = _warmup_s(wl) + _test_s(wl)
+    if rate == 0:
+        d = _discovery(wl)
+        secs += d["stepSeconds"] * d["maxSteps"]
+        bps = limits["assumed_max_mbps"] * 1e6
+    else:
+        bps = rate * size
+    return bps * secs * replicas + _backlog_bytes(wl) * replicas
+
+
+def fixed_need_bytes(system: str, storage: dict) -> float:
+    """What a cluster holds on disk before any message: Pulsar's bookie journals (each bookie keeps its current
+    journal and journalMaxBackups old ones, journalMaxSizeMB each) and one open entry log per bookie."""
+    if system != "pulsar":
+        return 512e6
+    j = storage.get("journalMaxSizeMB", 2048) * 1e6 * (1 + storage.get("journalMaxBackups", 5))
+    return 3 * (j + storage.get("logSizeLimit", 1 << 30)) + 256e6
+
+
+class DiskShort(RuntimeError):
+    pass
+
+
+def check_disk(path: Path, need: float, limits: dict, what: str) -> dict:
+    """Refuse (DiskShort, one line with both numbers) when path's file system cannot take `need` bytes and still
+    stay below the stop threshold (itself below BookKeeper's read-only threshold) with disk_min_free_gb free."""
+    du = shutil.disk_usage(path)
+    stop = min(limits["disk_stop_used_fraction"], BOOKIE_READONLY_FRACTION)
+    usable = min(stop * du.total - du.used, du.free - limits["disk_min_free_gb"] * 1e9)
+    info = {"path": str(path), "totalBytes": du.total, "freeBytes": du.free, "needBytes": int(need),
+            "usableBytes": int(usable)}
+    if need > usable:
+        raise DiskShort(f"disk: {what} needs about {need / 1e9:.1f} GB on {path}, but only {max(0, usable) / 1e9:.1f} GB "
+                        f"can be used there ({du.free / 1e9:.1f} GB free of {du.total / 1e9:.1f} GB; runs stop at "
+                        f"{stop:.0%} full, BookKeeper turns read-only at {BOOKIE_READONLY_FRACTION:.0%})")
+    return info
+
+
+# ------------------------------------------------------------------------------------------------------------
+def _read_stat() -> tuple[int, int, int]:
+    """(total, idle+iowait, steal) jiffies of the whole host."""
+    with open("/proc/stat") as fh:
+        parts = fh.readline().split()[1:]
+    v = [int(x) for x in parts]
+    total = sum(v[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+    return total, v[3] + v[4], v[7] if len(v) > 7 else 0
+
+
+def _proc_cpu(pids) -> int:
+    t = 0
+    for pid in pids:
+        try:
+            s = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        rest = s[s.rindex(")") + 2:].split()
+        t += int(rest[11]) + int(rest[12])  # utime + stime
+    return t
+
+
+def _group_pids(pgids: set[int]) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            s = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        rest = s[s.rindex(")") + 2:].split()
+        if int(rest[2]) in pgids:
+            out.append(int(d))
+    return out
+
+
+class HostSampler(threading.Thread):
+    """Samples the host once per `interval` s until stop(): CPU jiffies (all, idle, steal), the CPU jiffies of the
+    cluster's and of the runner's process groups, the 1-min load average, and the data file system's use.
+    `on_disk_full` is called once when the file system's use passes the stop fraction."""
+
+    def __init__(self, cluster_pgids: set[int], runner_pgid: int | None, data_path: Path, limits: dict,
+                 on_disk_full=None, interval: float = 1.0):
+        super().__init__(name="host-sampler", daemon=True)
+        self.cluster_pgids, self.runner_pgid = set(cluster_pgids), runner_pgid
+        self.data_path, self.limits, self.on_disk_full, self.interval = data_path, limits, on_disk_full, interval
+        self.samples: list[dict] = []
+        self.disk_full: str | None = None
+        self.peak_used = 0
+        self._halt = threading.Event()
+
+    def sample(self) -> dict:
+        total, idle, steal = _read_stat()
+        cl = _proc_cpu(_group_pids(self.cluster_pgids)) if self.cluster_pgids else 0
+        rn = _proc_cpu(_group_pids({self.runner_pgid})) if self.runner_pgid else 0
+        with open("/proc/loadavg") as fh:
+            load1 = float(fh.read().split()[0])
+        du = shutil.disk_usage(self.data_path)
+        self.peak_used = max(self.peak_used, du.used)
+        return {"t": time.time(), "total": total, "idle": idle, "steal": steal, "cluster": cl, "runner": rn,
+                "load1": load1, "used": du.used, "diskTotal": du.total, "free": du.free}
+
+    def run(self) -> None:
+        stop_frac = min(self.limits["disk_stop_used_fraction"], BOOKIE_READONLY_FRACTION)
+        while not self._halt.is_set():
+            try:
+                s = self.sample()
+            except (OSError, ValueError):
+                s = None
+            if s is not None:
+                self.samples.append(s)
+                full = s["used"] / s["diskTotal"] > stop_frac or s["free"] < self.limits["disk_min_free_gb"] * 1e9
+                if full and self.disk_full is None:
+                    self.disk_full = (f"the data file system {self.data_path} reached {s['used'] / s['diskTotal']:.1%} "
+                                      f"used ({s['free'] / 1e9:.1f} GB free); the run was stopped before the brokers "
+                                      f"turn read-only ({BOOKIE_READONLY_FRACTION:.0%})")
+                    if self.on_disk_full:
+                        self.on_disk_full(self.disk_full)
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(5)
+
+    def summary(self, t0: float | None = None, t1: float | None = None) -> dict | None:
+        """CPU and load over [t0, t1] (epoch s; the whole sampling when None): the host's CPU use in cores and %,
+        steal %, the cores used by the cluster, by the runner and by everything else (foreign), mean and max load."""
+        ss = [s for s in self.samples if (t0 is None or s["t"] >= t0 - 1) and (t1 is None or s["t"] <= t1 + 1)]
+        if len(ss) < 2:
+            return None
+        a, b = ss[0], ss[-1]
+        hz = os.sysconf("SC_CLK_TCK")
+        secs = b["t"] - a["t"]
+        dtot = max(1, b["total"] - a["total"])
+        cores = os.cpu_count() or 1
+        busy = 1 - (b["idle"] - a["idle"]) / dtot
+
+        def used(key):  # a process group's jiffies only grow; a member that exits drops out of the sum, so add rises only
+            return sum(max(0, y[key] - x[key]) for x, y in zip(ss, ss[1:]))
+        cluster = used("cluster") / hz / secs
+        runner = used("runner") / hz / secs
+        busy_cores = busy * cores
+        loads = [s["load1"] for s in ss]
+        return {"cores": cores, "seconds": round(secs, 1), "cpuUtilisationPercent": round(100 * busy, 1),
+                "stealPercent": round(100 * (b["steal"] - a["steal"]) / dtot, 2),
+                "clusterCores": round(cluster, 2), "runnerCores": round(runner, 2),
+                "foreignCores": round(max(0.0, busy_cores - cluster - runner), 2),
+                "loadAverageMean": round(sum(loads) / len(loads), 2), "loadAverageMax": round(max(loads), 2)}
+
+
+# ------------------------------------------------------------------------------------------------------------
+_GC_LINE = re.compile(r"^\[(?P<ts>[0-9T:.+\-]+)\].*?\bPause\b.*?(?P<ms>[0-9]+(?:\.[0-9]+)?)ms\s*$")
+
+
+def _parse_ts(s: str) -> float | None:
+    # 2026-11-23T22:30:01.123+0000 (JDK unified logging 'time' decoration)
+    try:
+        if re.search(r"[+-]\d{4}$", s):
+            s = s[:-2] + ":" + s[-2:]
+        return dt.datetime.fromisoformat(s).timestamp()
+    except ValueError:
+        return None
+
+
+def gc_pauses(gc_logs: dict[str, list[Path]], t0: float, t1: float) -> dict[str, float]:
+    """Longest stop-the-world pause (ms) per node whose GC log lines fall in [t0, t1] (epoch s)."""
+    out: dict[str, float] = {}
+    for node, files in gc_logs.items():
+        worst = 0.0
+        for f in files:
+            try:
+                text = f.read_text(errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                m = _GC_LINE.match(line)
+                if not m:
+                    continue
+                ts = _parse_ts(m.group("ts"))
+                if ts is not None and t0 <= ts <= t1:
+                    worst = max(worst, float(m.group("ms")))
+        out[node] = round(worst, 3)
+    return out
+
+
+def node_gc_logs(rundir: Path) -> dict[str, list[Path]]:
+    nodes = rundir / "nodes"
+    out = {}
+    if nodes.is_dir():
+        for nd in sorted(p for p in nodes.iterdir() if p.is_dir()):
+            files = sorted((nd / "logs").glob("gc.log*"))
+            if files:
+                out[nd.name] = files
+    return out
+
+
+def validity(host: dict | None, result: dict, limits: dict) -> dict:
+    """`ok` or `suspect` with reasons: the host did other work (foreign CPU), the hypervisor stole CPU, or the
+    runner fell behind its own schedule (the measured phase missed its rate while the producers lagged)."""
+    reasons = []
+    if host:
+        if host["foreignCores"] > limits["suspect_foreign_cpu_cores"]:
+            reasons.append(f"the host ran other work: {host['foreignCores']} cores beside the cluster and the runner "
+                           f"(bound {limits['suspect_foreign_cpu_cores']})")
+        if host["stealPercent"] > limits["suspect_steal_percent"]:
+            reasons.append(f"CPU steal {host['stealPercent']} % (bound {limits['suspect_steal_percent']} %)")
+    x = result.get("x-streambench") or {}
+    mp = x.get("measuredPhase") or {}
+    pd = mp["publishDelayP99Micros"] / 1000.0 if mp.get("publishDelayP99Micros") is not None else None
+    behind = []
+    if mp.get("rateMet") is False:
+        behind.append(f"achieved {mp.get('achievedRate', 0):.0f} of {mp.get('targetRate', 0):.0f} msg/s")
+    if pd is not None and pd > limits["suspect_publish_delay_p99_ms"]:
+        behind.append(f"publish delay p99 {pd:.0f} ms (bound {limits['suspect_publish_delay_p99_ms']} ms)")
+    if behind:
+        reasons.append("the runner fell behind its schedule in the measured phase: " + "; ".join(behind))
+    return {"status": "suspect" if reasons else "ok", "reasons": reasons}

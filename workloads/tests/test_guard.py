@@ -1,0 +1,130 @@
+"""workloads/guard.py: deadlines, disk estimates and checks, host sampling, GC pauses, run validity (pure logic and
+/proc of this machine; no broker)."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from workloads import guard
+
+LIM = guard.limits_with_defaults({})
+
+
+def wl(**kw):
+    base = {"topics": 1, "partitionsPerTopic": 16, "messageSize": 1024, "producerRate": 4000,
+            "x-streambench": {"warmupDurationSeconds": 3, "testDurationSeconds": 10}}
+    base.update(kw)
+    return base
+
+
+def test_plan_and_deadline_grow_with_every_phase():
+    fixed = guard.plan_seconds(wl())
+    assert 3 + 10 < fixed < 3 + 10 + 60
+    maxrate = wl(producerRate=0)
+    maxrate["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8, "retries": 1}
+    assert guard.plan_seconds(maxrate) == pytest.approx(fixed + 32)
+    # every retry of every step fits in the deadline, on top of factor x plan + margin
+    assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32)
+    backlog = wl()
+    backlog["x-streambench"]["consumerBacklogSizeBytes"] = 50 * 2**20
+    assert guard.plan_seconds(backlog) > fixed + 2 * 50 * 2**20 / (4000 * 1024) - 1
+    assert guard.deadline_seconds(wl(), {**LIM, "deadline_factor": 1, "deadline_margin_seconds": 10}) == round(fixed + 10)
+
+
+def test_disk_need_counts_replicas_discovery_and_backlog():
+    w = wl()
+    assert guard.disk_need_bytes(w, 3, LIM) == pytest.approx(4000 * 1024 * 13 * 3)
+    m = wl(producerRate=0)
+    m["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8}
+    assert guard.disk_need_bytes(m, 2, LIM) == pytest.approx(120e6 * (13 + 32) * 2)
+    assert guard.fixed_need_bytes("pulsar", {"journalMaxSizeMB": 256, "journalMaxBackups": 1, "logSizeLimit": 2**28}) \
+        == pytest.approx(3 * (512e6 + 2**28) + 256e6)
+
+
+def test_check_disk_refuses_with_both_numbers(tmp_path):
+    info = guard.check_disk(tmp_path, 1.0, LIM, "a tiny cell")
+    assert info["usableBytes"] > 1
+    with pytest.raises(guard.DiskShort) as e:
+        guard.check_disk(tmp_path, 1e18, LIM, "cell kafka/L1/x/rep-1")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "cell kafka/L1/x/rep-1 needs about 1000000000.0 GB" in msg and "GB can be used there" in msg
+    assert "BookKeeper turns read-only at 95%" in msg
+
+
+def test_sampler_attributes_cpu_to_the_runner_group(tmp_path):
+    import subprocess
+    import sys
+    # a busy child in its own process group plays the runner; its own rusage is the truth to compare with
+    s = guard.HostSampler(set(), None, tmp_path, LIM, interval=0.25)
+    p = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<2.5: pass"],
+                         start_new_session=True)
+    s.runner_pgid = p.pid
+    s.start()
+    _, _, ru = os.wait4(p.pid, 0)
+    time.sleep(0.6)  # samples after the child is gone must not take its CPU back
+    s.stop()
+    summ = s.summary()
+    assert summ is not None and summ["cores"] == os.cpu_count()
+    truth = ru.ru_utime + ru.ru_stime
+    measured = summ["runnerCores"] * summ["seconds"]
+    assert measured == pytest.approx(truth, abs=0.35), (summ, truth)
+    assert 0 <= summ["cpuUtilisationPercent"] <= 100
+    assert summ["foreignCores"] >= 0
+    assert s.peak_used > 0
+
+
+def test_sampler_reports_a_full_disk_once(tmp_path):
+    seen = []
+    s = guard.HostSampler(set(), None, tmp_path, {**LIM, "disk_stop_used_fraction": 0.0001}, on_disk_full=seen.append,
+                          interval=0.05)
+    s.start()
+    time.sleep(0.5)
+    s.stop()
+    assert len(seen) == 1 and "the run was stopped before the brokers turn read-only" in seen[0]
+
+
+GC = """\
+[2026-11-23T22:35:33.935+0000][0.035s] Using G1
+[2026-11-23T22:35:43.821+0000][9.921s] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 26M->6M(512M) 56.063ms
+[2026-11-23T22:35:49.174+0000][15.274s] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 27M->7M(512M) 140.316ms
+[2026-11-23T22:35:50.000+0000][16.100s] GC(2) Concurrent Mark Cycle 12.000ms
+[2026-11-23T22:35:59.174+0000][25.274s] GC(3) Pause Remark 40M->40M(512M) 3.5ms
+"""
+
+
+def test_gc_pauses_in_the_window_only(tmp_path):
+    f = tmp_path / "gc.log"
+    f.write_text(GC)
+    t = lambda s: guard._parse_ts(s)  # noqa: E731
+    t0, t1 = t("2026-11-23T22:35:40.000+0000"), t("2026-11-23T22:35:55.000+0000")
+    assert guard.gc_pauses({"kafka-1": [f]}, t0, t1) == {"kafka-1": 140.316}
+    assert guard.gc_pauses({"kafka-1": [f]}, t("2026-11-23T22:35:56.000+0000"), t("2026-11-23T22:36:00.000+0000")) \
+        == {"kafka-1": 3.5}
+    nodes = tmp_path / "rd" / "nodes" / "bookie-1" / "logs"
+    nodes.mkdir(parents=True)
+    (nodes / "gc.log").write_text(GC)
+    (nodes / "gc.log.0").write_text("")
+    assert list(guard.node_gc_logs(tmp_path / "rd")) == ["bookie-1"]
+
+
+def result(rate_met=True, delay_us=5000, target=4000):
+    return {"x-streambench": {"producerRate": {"target": target},
+                              "measuredPhase": {"rateMet": rate_met, "achievedRate": 3000 if not rate_met else 4000,
+                                                "targetRate": 4000, "publishDelayP99Micros": delay_us}}}
+
+
+def test_validity_names_each_reason():
+    host = {"foreignCores": 0.1, "stealPercent": 0.0}
+    assert guard.validity(host, result(), LIM) == {"status": "ok", "reasons": []}
+    v = guard.validity({"foreignCores": 1.7, "stealPercent": 9.0}, result(False, 2_500_000), LIM)
+    assert v["status"] == "suspect"
+    assert any("other work: 1.7 cores" in r for r in v["reasons"])
+    assert any("steal 9.0 %" in r for r in v["reasons"])
+    assert any("fell behind its schedule" in r and "2500 ms" in r and "achieved 3000 of 4000" in r for r in v["reasons"])
+    # a max-rate run that did not hold its settled rate is suspect too
+    assert guard.validity(host, result(False, target=None), LIM)["status"] == "suspect"
+    assert guard.validity(None, {}, LIM)["status"] == "ok"
