@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The runner's publish delay beside a plain producer loop of the same client on the same schedule, in one run on
+one cluster.
+
+A real 3-node Kafka cluster at L2 (`python -m systems up kafka --level L2`, stopped on exit); 1 topic x 16
+partitions, 1 KB, 2 producers, the L2 driver's producer settings (workloads/drivers/kafka-L2-tuned.yaml); runs
+alternate (runner, plain loop, runner, ...) so drift on a shared machine hits both. The plain loop
+(org.streambench.runner.bench.PlainProducerLoop) has the runner's thread layout and open-loop schedule and records
+nothing but the publish delay (send time - intended time); the runner records everything it always does (audit
+header, three histograms per ack, consumers: none here, as the plain loop has none). Both JVMs get the same
+options (bin/omb-run's default or OMB_RUN_JAVA_OPTS). Prints every run, the medians of publish-delay p99 and the
+ratio runner / plain (target <= 1.1), with the load average.
+
+  python runner/bench/publish_delay_vs_plain.py [--rate 20000] [--reps 3] [--seconds 20] [--warmup 5]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+ROOT = common.ROOT
+DRIVER = ROOT / "workloads/drivers/kafka-L2-tuned.yaml"
+
+
+def java_opts() -> list[str]:
+    text = (ROOT / "runner/bin/omb-run").read_text()
+    default = re.search(r"OMB_RUN_JAVA_OPTS:-([^}]*)\}", text).group(1)
+    return shlex.split(os.environ.get("OMB_RUN_JAVA_OPTS", default))
+
+
+def plain(bootstrap: str, work: Path, a, drv: dict) -> dict:
+    pp = work / "producer.properties"
+    pp.write_text(drv["producerConfig"])
+    tc = work / "topic.properties"
+    tc.write_text(drv["topicConfig"])
+    cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
+    out = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainProducerLoop", bootstrap,
+                          str(pp), str(a.rate), str(a.warmup), str(a.seconds), "2", "16", str(drv["replicationFactor"]),
+                          str(tc)], capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def runner(bootstrap: str, work: Path, a, i: int) -> dict:
+    wl = common.workload(work / f"wl-{i}.yaml", rate=a.rate, seconds=a.seconds, warmup=a.warmup, partitions=16,
+                         producers=2)
+    res = common.run_omb(wl, DRIVER, bootstrap, work / f"runner-{i}.json")
+    x = res["x-streambench"]
+    return {"publishDelayP99Micros": x["measuredPhase"]["publishDelayP99Micros"],
+            "achieved": x["producerRate"]["achieved"]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rate", type=int, default=20000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    a = ap.parse_args()
+    common.require_built()
+    drv = yaml.safe_load(DRIVER.read_text())
+    work = Path(tempfile.mkdtemp(prefix="pubdelay-"))
+    rundir = work / "cluster"
+    up = subprocess.run([sys.executable, "-m", "systems", "up", "kafka", "--level", "L2", "--tuning", "tuned", "--dir",
+                         str(rundir)], cwd=ROOT, capture_output=True, text=True)
+    if up.returncode != 0:
+        print(up.stderr[-2000:], file=sys.stderr)
+        return 1
+    try:
+        bootstrap = json.loads((rundir / "cluster.json").read_text())["kafka"]["bootstrapServers"]
+        print(f"3-node Kafka L2 {bootstrap}; {a.rate} msg/s, 1 KB, 16 partitions, 2 producers; "
+              f"JVM {' '.join(java_opts())}", flush=True)
+        rs, ps = [], []
+        for i in range(a.reps):
+            r = runner(bootstrap, work, a, i)
+            p = plain(bootstrap, work, a, drv)
+            rs.append(r["publishDelayP99Micros"] / 1000)
+            ps.append(p["publishDelayP99Micros"] / 1000)
+            print(f"rep {i + 1}: runner publish-delay p99 {rs[-1]:.2f} ms (achieved {r['achieved']:.0f} msg/s) | "
+                  f"plain loop {ps[-1]:.2f} ms (sent {p['sent']}, acked {p['acked']}) | load {os.getloadavg()[0]:.2f}",
+                  flush=True)
+        mr, mp = common.median(rs), common.median(ps)
+        ratio = mr / mp if mp > 0 else float("inf")
+        print(f"median publish-delay p99: runner {mr:.2f} ms, plain loop {mp:.2f} ms; ratio runner/plain {ratio:.2f} "
+              f"(target <= 1.1: {'PASS' if ratio <= 1.1 else 'FAIL'})")
+        return 0 if ratio <= 1.1 else 1
+    finally:
+        subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
+                       capture_output=True, text=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
