@@ -10,8 +10,8 @@ Steps
      with caption and alt text read from paper/figures/<id>.json (made by analysis);
    - durability.md: the table of the durability levels, read from systems/durability.yaml.
    paper.qmd includes these with `{{< include _generated/... >}}`, so Quarto and pandoc see the same text.
-2. expand (pandoc path; also run as a check before Quarto): `{{< include FILE >}}` (path relative to the
-   including file, recursive) and `{{< var a.b >}}` (from paper/_variables.yml). A missing file, an unknown
+2. expand (pandoc path; also run as a check before Quarto): `{{< include FILE >}}` (recursive; as in
+   Quarto, the path is relative to the main document's folder paper/, in included files too) and `{{< var a.b >}}` (from paper/_variables.yml). A missing file, an unknown
    key or any other shortcode is an error naming the key/file and the source file and line.
 3. cross-references (pandoc path): `@fig-x` / `@tbl-x` become "Figure N" / "Table N" in document order,
    as Quarto numbers them; HTML captions get the "Figure N:" prefix, typst numbers its own figures.
@@ -188,9 +188,14 @@ def lookup(variables: dict, key: str, varfile: Path, where: str) -> str:
     return str(cur)
 
 
-def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = ()) -> str:
-    """The text of `path` with every include and var shortcode replaced."""
+def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = (), root: Path | None = None) -> str:
+    """The text of `path` with every include and var shortcode replaced.
+
+    As in Quarto, an include is pasted text: a relative include path is resolved against the directory
+    of the main document (`root`, default: the directory of `path`), also inside included files, and
+    a path starting with `/` against the project folder (the same directory here)."""
     path = path.resolve()
+    root = (root or path.parent).resolve()
     if path in _stack:
         raise RenderError(f"{_rel(_stack[-1])}: include cycle through {_rel(path)}")
     out = []
@@ -213,10 +218,10 @@ def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = ()) -> st
             if name == "include":
                 if not arg:
                     raise RenderError(f"{where}: {m.group(0)}: include needs a file")
-                target = path.parent / arg.strip("\"'")
+                target = root / arg.strip("\"'").lstrip("/")
                 if not target.is_file():
                     raise RenderError(f"{where}: {{{{< include {arg} >}}}}: file {_rel(target)} not found")
-                text = expand(target, variables, varfile, _stack + (path,))
+                text = expand(target, variables, varfile, _stack + (path,), root)
                 return text if text.endswith("\n") else text + "\n"
             raise RenderError(f"{where}: {m.group(0)}: unknown shortcode '{name}' (only include and var)")
 

@@ -14,7 +14,16 @@ from paper.ids import FIGURE_IDS, TABLE_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "paper"
-SOURCES = ["paper.qmd", "_quarto.yml", "style.css"]
+SOURCES = ["paper.qmd", "_quarto.yml", "style.css", "sections"]  # the sources of the paper (files or folders)
+
+
+def copy_sources(src: Path, paper: Path) -> None:
+    """Copy the paper's sources (SOURCES) from src/ into paper/."""
+    for name in SOURCES:
+        if (src / name).is_dir():
+            shutil.copytree(src / name, paper / name)
+        else:
+            shutil.copy(src / name, paper / name)
 
 # documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.qmd uses
 FAKE_VARIABLES = {
@@ -48,8 +57,7 @@ def make_paper(dest: Path) -> Path:
     """Copy the paper sources and systems/durability.yaml to dest/, then fake the analysis outputs."""
     paper = dest / "paper"
     paper.mkdir(parents=True)
-    for name in SOURCES:
-        shutil.copy(PAPER / name, paper / name)
+    copy_sources(PAPER, paper)
     (dest / "systems").mkdir()
     shutil.copy(ROOT / "systems" / "durability.yaml", dest / "systems" / "durability.yaml")
     figs = paper / "figures"

@@ -138,7 +138,7 @@ def test_crossref_unknown_reference_and_duplicate():
 
 def test_paper_uses_only_documented_variables_and_every_id():
     """paper.qmd's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
-    qmd = (ROOT / "paper" / "paper.qmd").read_text()
+    qmd = "".join(p.read_text() for p in [ROOT / "paper" / "paper.qmd", *sorted((ROOT / "paper" / "sections").glob("*.qmd"))])
     used = set(re.findall(r"\{\{< var ([\w.]+) >\}\}", qmd))
     readme = (ROOT / "analysis" / "README.md").read_text()
     documented = set()
@@ -158,3 +158,20 @@ def test_breakable_tables_only_touches_table_rows_outside_code():
     md = "a_b text\n| publish_mibps | `x_y` |\n|---|---|\n"
     out = render.breakable_tables(md)
     assert out == "a_b text\n| publish\\_\u200bmibps | `x_y` |\n|---|---|\n"
+
+
+def test_every_section_file_is_included_once():
+    """paper.qmd is a list of includes of sections/*.qmd (one file per section, one line per file)."""
+    qmd = (ROOT / "paper" / "paper.qmd").read_text()
+    included = re.findall(r"^\{\{< include sections/([\w.-]+) >\}\}$", qmd, re.MULTILINE)
+    files = sorted(p.name for p in (ROOT / "paper" / "sections").glob("*.qmd"))
+    assert sorted(included) == files, "each paper/sections/*.qmd needs exactly one include line in paper.qmd"
+    assert len(set(included)) == len(included)
+
+
+def test_include_paths_are_relative_to_the_main_document(fake_paper):
+    """Quarto pastes an include's text: paths inside an included file resolve from the main document."""
+    (fake_paper / "sections").mkdir(exist_ok=True)
+    (fake_paper / "sections" / "s.qmd").write_text("{{< include tables/runs.md >}}\n{{< include /tables/maxtput.md >}}\n")
+    out = expand_text(fake_paper, "{{< include sections/s.qmd >}}\n")
+    assert "| runs | 1.25 |" in out and "| maxtput | 1.25 |" in out

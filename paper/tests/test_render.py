@@ -12,7 +12,7 @@ import pytest
 from paper import render
 from paper.ids import FIGURE_IDS, TABLE_IDS
 
-from .conftest import PAPER, ROOT, SOURCES
+from .conftest import PAPER, ROOT, copy_sources
 
 PDFTOPPM = shutil.which("pdftoppm")
 
@@ -113,8 +113,7 @@ def test_render_from_real_analysis_outputs(tmp_path):
                     "run: snakemake -c2 paper/_variables.yml " + " ".join(f"paper/figures/{i}.svg" for i in FIGURE_IDS[:1]) + " …")
     paper = tmp_path / "paper"
     paper.mkdir()
-    for name in SOURCES:
-        shutil.copy(PAPER / name, paper / name)
+    copy_sources(PAPER, paper)
     for sub in ("figures", "tables"):
         shutil.copytree(PAPER / sub, paper / sub)
     shutil.copy(PAPER / "_variables.yml", paper / "_variables.yml")
