@@ -27,7 +27,7 @@ rule paper:
         variables="paper/_variables.yml",
         durability="systems/durability.yaml",
         sections=sorted(_paper_glob.glob("paper/sections/*.qmd")),
-        sources=["paper/paper.qmd", "paper/_quarto.yml", "paper/style.css", "paper/render.py", "paper/ids.py"],
+        sources=["paper/paper.md", "paper/_quarto.yml", "paper/style.css", "paper/render.py", "paper/ids.py"],
     output:
         html=PAPER_OUTPUTS[0],
         pdf=PAPER_OUTPUTS[1],

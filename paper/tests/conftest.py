@@ -14,7 +14,7 @@ from paper.ids import FIGURE_IDS, TABLE_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "paper"
-SOURCES = ["paper.qmd", "_quarto.yml", "style.css", "sections"]  # the sources of the paper (files or folders)
+SOURCES = ["paper.md", "_quarto.yml", "style.css", "render-header.typ", "sections"]  # the sources of the paper (files or folders)
 
 
 def copy_sources(src: Path, paper: Path) -> None:
@@ -25,7 +25,7 @@ def copy_sources(src: Path, paper: Path) -> None:
         else:
             shutil.copy(src / name, paper / name)
 
-# documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.qmd uses
+# documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.md uses
 FAKE_VARIABLES = {
     "published": {"files": 124, "distinct_files": 100, "repo": "example/omb", "commit": "0123abc",
                   "testbed": "aws i3en.2xlarge (study 000)"},

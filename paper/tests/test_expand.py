@@ -137,8 +137,8 @@ def test_crossref_unknown_reference_and_duplicate():
 
 
 def test_paper_uses_only_documented_variables_and_every_id():
-    """paper.qmd's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
-    qmd = "".join(p.read_text() for p in [ROOT / "paper" / "paper.qmd", *sorted((ROOT / "paper" / "sections").glob("*.qmd"))])
+    """paper.md's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
+    qmd = "".join(p.read_text() for p in [ROOT / "paper" / "paper.md", *sorted((ROOT / "paper" / "sections").glob("*.qmd"))])
     used = set(re.findall(r"\{\{< var ([\w.]+) >\}\}", qmd))
     readme = (ROOT / "analysis" / "README.md").read_text()
     documented = set()
@@ -154,18 +154,12 @@ def test_paper_uses_only_documented_variables_and_every_id():
         assert f"{{{{< include tables/{tid}.md >}}}}" in qmd and f"{{#tbl-{tid}}}" in qmd
 
 
-def test_breakable_tables_only_touches_table_rows_outside_code():
-    md = "a_b text\n| publish_mibps | `x_y` |\n|---|---|\n"
-    out = render.breakable_tables(md)
-    assert out == "a_b text\n| publish\\_\u200bmibps | `x_y` |\n|---|---|\n"
-
-
 def test_every_section_file_is_included_once():
-    """paper.qmd is a list of includes of sections/*.qmd (one file per section, one line per file)."""
-    qmd = (ROOT / "paper" / "paper.qmd").read_text()
+    """paper.md is a list of includes of sections/*.qmd (one file per section, one line per file)."""
+    qmd = (ROOT / "paper" / "paper.md").read_text()
     included = re.findall(r"^\{\{< include sections/([\w.-]+) >\}\}$", qmd, re.MULTILINE)
     files = sorted(p.name for p in (ROOT / "paper" / "sections").glob("*.qmd"))
-    assert sorted(included) == files, "each paper/sections/*.qmd needs exactly one include line in paper.qmd"
+    assert sorted(included) == files, "each paper/sections/*.qmd needs exactly one include line in paper.md"
     assert len(set(included)) == len(included)
 
 

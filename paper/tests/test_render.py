@@ -62,14 +62,14 @@ def test_pandoc_typst_render_of_fake_outputs(fake_paper, tmp_path):
 
 
 def test_cli_error_is_one_line_and_writes_nothing(fake_paper):
-    (fake_paper / "paper.qmd").write_text((fake_paper / "paper.qmd").read_text()
+    (fake_paper / "paper.md").write_text((fake_paper / "paper.md").read_text()
                                           + "\nBroken {{< var claims.bogus_key >}}\n")
     p = subprocess.run([sys.executable, "-m", "paper.render", "--paper", str(fake_paper), "--renderer", "pandoc"],
                        capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'hw-probes'}"))
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "paper.qmd:" in lines[0] and "'claims.bogus_key'" in lines[0]
+    assert len(lines) == 1 and "paper.md:" in lines[0] and "'claims.bogus_key'" in lines[0]
     assert not (fake_paper / "_build" / "paper.html").exists()
 
 
@@ -140,7 +140,7 @@ def test_quarto_path_checks_first_then_calls_quarto(fake_paper, tmp_path, monkey
     assert (fake_paper / "_generated" / "fig-maxtput.md").exists()  # prepared before Quarto runs
     # an unknown var stops the Quarto path before Quarto runs, with the same error as the pandoc path
     calls.unlink()
-    (fake_paper / "paper.qmd").write_text("{{< var no.such >}}\n")
-    with pytest.raises(render.RenderError, match=r"paper\.qmd:1: .*'no\.such'"):
+    (fake_paper / "paper.md").write_text("{{< var no.such >}}\n")
+    with pytest.raises(render.RenderError, match=r"paper\.md:1: .*'no\.such'"):
         render.render(fake_paper, renderer="quarto")
     assert not calls.exists()
