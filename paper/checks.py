@@ -101,7 +101,9 @@ def outside(page: Page, area: tuple[float, float, float, float], tol: float = 1.
     x0, y0, x1, y1 = area
     out = []
     for w in page.words:
-        if w.x0 >= x0 - tol and w.x1 <= x1 + tol and w.y0 >= y0 - tol and w.y1 <= y1 + tol:
+        # a word's box spans the font's ascent, which starts above the glyphs of the first line
+        ty = max(tol, 0.3 * (w.y1 - w.y0))
+        if w.x0 >= x0 - tol and w.x1 <= x1 + tol and w.y0 >= y0 - ty and w.y1 <= y1 + ty:
             continue
         if w.text.strip() == str(page.number) and w.y0 > y1 and x0 <= w.x0 and w.x1 <= x1:
             continue  # the page number in the footer
