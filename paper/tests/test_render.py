@@ -119,6 +119,16 @@ def test_render_from_real_analysis_outputs(tmp_path):
     shutil.copy(PAPER / "_variables.yml", paper / "_variables.yml")
     outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
     check_outputs(outs, tmp_path)
+    # the pages hold their content: no word over another (figures included), none outside the text area,
+    # every claims row in the text; in the HTML no table wider than its column that does not scroll
+    from paper import checks
+    problems = checks.check_pdf(outs["pdf"], PAPER / "tables" / "claims.csv", paper)
+    assert not problems, f"{len(problems)} PDF problems, e.g. " + "; ".join(problems[:5])
+    if checks.chromium() is None and os.environ.get("STREAMBENCH_REQUIRE_BUILT"):
+        pytest.fail("chromium not installed (env/apt-packages.txt): the HTML check cannot run")
+    if checks.chromium() is not None:
+        problems = checks.check_html(outs["html"])
+        assert not problems, "; ".join(problems[:5])
 
 
 def test_quarto_path_checks_first_then_calls_quarto(fake_paper, tmp_path, monkeypatch):
