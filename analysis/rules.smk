@@ -13,7 +13,7 @@ AN_DERIVED = ["runs", "windows", "stats", "quantiles", "probes"]
 AN_FIGURES = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
               "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
 AN_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")] + [
-    "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs"]
+    "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs", "verdicts", "published-002", "published-004"]
 AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} "
                  f"--bootstrap-seed {_AN.get('bootstrap_seed', 20201)} --ci-level {_AN.get('ci_level', 0.95)} "
                  f"--approx-tolerance-pct {_AN.get('approx_tolerance_pct', 5.0)}")

@@ -27,4 +27,7 @@ TABLE_IDS = [
     "claims",
     "testbed",
     "runs",
+    "verdicts",
+    "published-002",
+    "published-004",
 ]

@@ -181,6 +181,24 @@ def ensure_analysis_outputs(paper: Path) -> None:
                           f"run: {BUILD_HINT}")
 
 
+REBUILD = "env/shell snakemake --profile published {target}"
+_FIGURE_READS = "data/derived/*.parquet, data/reference/studies.csv"
+_TABLE_READS = _FIGURE_READS + ", analysis/published/study000-tables.csv"
+
+
+def reviewer_rows() -> list[tuple[str, str, str]]:
+    """(what, command, reads) for every figure and table of the paper (paper/ids.py)."""
+    rows = [(f"Figure `{i}`", REBUILD.format(target=f"paper/figures/{i}.svg"), _FIGURE_READS) for i in FIGURE_IDS]
+    rows += [(f"Table `{t}`", REBUILD.format(target=f"paper/tables/{t}.md"), _TABLE_READS) for t in TABLE_IDS]
+    return rows
+
+
+def reviewer_table() -> str:
+    out = ["| figure / table | command | reads |", "|---|---|---|"]
+    out += [f"| {what} | `{cmd}` | {reads} |" for what, cmd, reads in reviewer_rows()]
+    return "\n".join(out) + "\n"
+
+
 def prepare(paper: Path, durability: Path | None = None, build: bool = True) -> list[Path]:
     """Write paper/_generated/ (figure snippets, durability table); return the files written.
     With `build`, missing analysis outputs are first made from the published data (ensure_analysis_outputs)."""
@@ -190,6 +208,7 @@ def prepare(paper: Path, durability: Path | None = None, build: bool = True) -> 
     durability = durability or paper.parent / "systems" / "durability.yaml"
     todo = {gen / f"fig-{i}.md": figure_snippet(i, paper / "figures" / f"{i}.json") for i in FIGURE_IDS}
     todo[gen / "durability.md"] = durability_table(durability)
+    todo[gen / "reviewer.md"] = reviewer_table()
     for path, text in todo.items():  # all checked before any is written
         write_atomic(path, text)
     return list(todo)

@@ -169,3 +169,24 @@ def test_include_paths_are_relative_to_the_main_document(fake_paper):
     (fake_paper / "sections" / "s.qmd").write_text("{{< include tables/runs.md >}}\n{{< include /tables/maxtput.md >}}\n")
     out = expand_text(fake_paper, "{{< include sections/s.qmd >}}\n")
     assert "| runs | 1.25 |" in out and "| maxtput | 1.25 |" in out
+
+
+@pytest.mark.slow
+def test_every_reviewer_command_dry_runs():
+    """The reviewer's appendix: every command is `snakemake --profile published TARGET` and the targets dry-run.
+
+    One `snakemake -n` with every target (the same profile and options as each command; one start-up instead of
+    one per row keeps this inside the test budget)."""
+    import shlex
+    import subprocess
+    import sys
+    rows = render.reviewer_rows()
+    assert len(rows) == len(FIGURE_IDS) + len(TABLE_IDS)
+    targets = []
+    for _, cmd, _ in rows:
+        argv = shlex.split(cmd)
+        assert argv[:4] == ["env/shell", "snakemake", "--profile", "published"] and len(argv) == 5, cmd
+        targets.append(argv[4])
+    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile", str(ROOT / "env/profiles/published"),
+                        *targets], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]
