@@ -30,4 +30,6 @@ TABLE_IDS = [
     "verdicts",
     "published-002",
     "published-004",
+    "debate-2020",
+    "confluent-2020-files",
 ]

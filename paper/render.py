@@ -189,7 +189,9 @@ _TABLE_READS = _FIGURE_READS + ", analysis/published/study000-tables.csv"
 def reviewer_rows() -> list[tuple[str, str, str]]:
     """(what, command, reads) for every figure and table of the paper (paper/ids.py)."""
     rows = [(f"Figure `{i}`", REBUILD.format(target=f"paper/figures/{i}.svg"), _FIGURE_READS) for i in FIGURE_IDS]
-    rows += [(f"Table `{t}`", REBUILD.format(target=f"paper/tables/{t}.md"), _TABLE_READS) for t in TABLE_IDS]
+    debate = "data/published/confluent-2020/, data/derived/runs.parquet, data/derived/stats.parquet"
+    rows += [(f"Table `{t}`", REBUILD.format(target=f"paper/tables/{t}.md"),
+              debate if t in ("debate-2020", "confluent-2020-files") else _TABLE_READS) for t in TABLE_IDS]
     return rows
 
 
