@@ -72,7 +72,7 @@ def test_missing_or_bad_variables_file(fake_paper):
 
 def test_prepare_writes_snippets_from_figure_json(fake_paper):
     written = render.prepare(fake_paper)
-    assert len(written) == len(FIGURE_IDS) + 1
+    assert len(written) == len(FIGURE_IDS) + 2  # + durability.md, reviewer.md
     snippet = (fake_paper / "_generated" / "fig-maxtput.md").read_text()
     assert snippet == ('![Fake figure maxtput: p99 \\[ms\\] of \\*series\\* \\<a & b\\>.](figures/maxtput.svg)'
                        '{#fig-maxtput fig-alt="Bar chart \\"maxtput\\" with one bar."}\n')
