@@ -376,8 +376,9 @@ def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
         _run([pandoc, str(html_md), *common, "--to=html5", *(["--toc"] if settings.toc else []), "--embed-resources",
               *(f"--css={c}" for c in settings.css), "--metadata=lang:en", f"--output={html_tmp}"],
              "pandoc (HTML)")
-        # --columns (format.typst.columns): pipe tables are not "wide", so typst sizes the columns to their content
-        _run([pandoc, str(typ_md), *common, "--to=typst", f"--columns={settings.columns}", f"--metadata-file={meta}",
+        # pandoc's default line width, as in Quarto (whose `columns` key means page columns in typst): pipe
+        # tables with long rows get relative column widths in both renderers
+        _run([pandoc, str(typ_md), *common, "--to=typst", f"--metadata-file={meta}",
               *(f"--include-in-header={h}" for h in settings.typst_headers), f"--output={typ}"], "pandoc (typst)")
         import typst
         try:

@@ -35,7 +35,6 @@ class Settings:
     typst_headers: tuple  # paths of the typst header files
     css: tuple  # paths of the CSS files
     toc: bool
-    columns: int  # pandoc's line width: pipe tables narrower than it keep their natural column widths
 
     def typst_metadata(self) -> dict:
         """Metadata of pandoc's typst template (the names Quarto's typst format uses too)."""
@@ -88,8 +87,7 @@ def load_settings(paper: Path) -> Settings:
     return Settings(path=path, papersize=str(typ["papersize"]), fontsize=str(typ["fontsize"]),
                     margin_x=str(margin["x"]), margin_y=str(margin["y"]),
                     typst_headers=_files(typ["include-in-header"], Path(paper), "format.typst.include-in-header"),
-                    css=_files(html["css"], Path(paper), "format.html.css"), toc=bool(html.get("toc", False)),
-                    columns=int(typ.get("columns", 72)))
+                    css=_files(html["css"], Path(paper), "format.html.css"), toc=bool(html.get("toc", False)))
 
 
 def page_geometry(settings: Settings, width: float, height: float) -> tuple[float, float, float, float]:
