@@ -111,6 +111,19 @@ def outside(page: Page, area: tuple[float, float, float, float], tol: float = 1.
     return out
 
 
+def _fragments(words: list, gap: float = 4.0) -> list[tuple[float, float, str]]:
+    """Runs of words on one line closer than `gap` pt (one table cell's line): (x0, y0, text joined)."""
+    out: list[list] = []
+    for w in sorted(words, key=lambda w: (round(w.y0, 1), w.x0)):
+        last = out[-1] if out else None
+        if last and abs(last[1] - w.y0) < 0.5 and 0 <= w.x0 - last[3] < gap:
+            last[2] += w.text
+            last[3] = w.x1
+        else:
+            out.append([w.x0, w.y0, w.text, w.x1])
+    return [(x0, y0, t) for x0, y0, t, _ in out]
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text.translate(_INVISIBLE))
 
@@ -122,7 +135,7 @@ def missing_claims(pages: list[Page], claims_csv: Path) -> list[str]:
     # a cell that wraps puts the rest of an id on the next line of the same column: join the words of each
     # page column by column (sorted by x, then y) as well as in reading order
     text = "".join(w.text for p in pages for w in p.words)
-    by_column = "".join(w.text for p in pages for w in sorted(p.words, key=lambda w: (round(w.x0), w.y0)))
+    by_column = "".join(f[2] for p in pages for f in sorted(_fragments(p.words), key=lambda f: (round(f[0]), f[1])))
     hay = _squash(text) + "\n" + _squash(by_column)
     # typst 0.13 (Quarto 1.7's) maps the hyphen of Libertinus Serif to a space in the PDF's text layer, though
     # the page shows it: compare without hyphens as well (an id still has to be there, character for character)
