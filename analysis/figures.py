@@ -22,6 +22,32 @@ FIGURE_IDS = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-pu
               "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
 STAT_LABEL = {"avg_ms": "avg", "p50_ms": "p50", "p90_ms": "p90", "p99_ms": "p99", "p99_9_ms": "p99.9"}
 W, H = 220, 160
+# One colour per system in every figure (Pravega and RabbitMQ included, for the figures that draw them).
+SYSTEM_COLORS = {"kafka": "#1f6fb4", "pulsar": "#d9531e", "pravega": "#2a9d5b", "rabbitmq": "#8d5fb3"}
+# Print size: the paper shows each figure at the text width (paper/_quarto.yml: A4, 2 cm margins) and
+# no text in it may be smaller than MIN_FONT_PT there; render() scales the fonts to the figure's width.
+TEXT_WIDTH_PT = 595.2756 - 2 * 72 / 2.54 * 2
+MIN_FONT_PT = 8.0
+
+
+LOG_TICKS = [0.01, 0.1, 1, 10, 100, 1000, 10000, 100000]
+
+
+def log_axis(**kw):
+    """A log-scale axis labelled at powers of ten only (1, 2, … 9 labels collide at print size)."""
+    return alt.Axis(values=LOG_TICKS, format="~s", **kw)
+
+
+def system_color(field: str = "system:N", title: str | None = "system"):
+    """The colour channel of a system field, the same colours in every figure."""
+    return alt.Color(field, title=title, scale=alt.Scale(domain=list(SYSTEM_COLORS), range=list(SYSTEM_COLORS.values())))
+
+
+def _with_system(df: pl.DataFrame) -> pl.DataFrame:
+    """Add `system` and `ack` (from `series`, e.g. kafka-ack-all) when missing."""
+    if "system" not in df.columns:
+        df = df.with_columns(pl.col("series").str.split("-ack-").list.first().alias("system"))
+    return df.with_columns(("ack-" + pl.col("series").str.split("-ack-").list.last()).alias("ack_label"))
 
 
 def _rows(df: pl.DataFrame):
@@ -52,7 +78,7 @@ def fig_maxtput(d, ref):
         (pl.col("partitions").cast(pl.Utf8) + " partition(s), " + pl.col("producers_per_topic").cast(pl.Utf8) + "p/"
          + pl.col("consumers_per_subscription").cast(pl.Utf8) + "c").alias("shape"),
         (pl.col("series") + " " + pl.col("local_durability")).alias("config")).select(
-        "testbed_label", "shape", "series", "local_durability", "config", "level", "publish_mean_mibps")
+        "testbed_label", "shape", "series", "system", "local_durability", "config", "level", "publish_mean_mibps")
     rows = [{**r, "kind": "run"} for r in df.to_dicts()]
     for tb, label, mibps in _ceilings(d, ref):
         for shape in sorted(set(df.filter(pl.col("testbed_label") == tb)["shape"].to_list())):
@@ -61,7 +87,8 @@ def fig_maxtput(d, ref):
     bars = base.transform_filter(alt.datum.kind == "run").mark_bar().encode(
         x=alt.X("series:N", title=None), xOffset="local_durability:N",
         y=alt.Y("median(publish_mean_mibps):Q", title="publish throughput (MiB/s)"),
-        color=alt.Color("local_durability:N", title="local durability"),
+        color=system_color(),
+        opacity=alt.Opacity("local_durability:N", title="local durability", scale=alt.Scale(range=[1.0, 0.65, 0.35])),
         tooltip=["testbed_label:N", "shape:N", "config:N", "level:N", "median(publish_mean_mibps):Q"])
     rules = base.transform_filter(alt.datum.kind == "ceiling").mark_rule(strokeDash=[4, 3], color="black").encode(
         y="ceiling_mibps:Q", tooltip=["ceiling:N", "ceiling_mibps:Q"])
@@ -82,13 +109,15 @@ def fig_maxtput(d, ref):
 def _latency(d, metric, sub):
     runs = report.latency_runs(d["runs"], 1 if sub == "1sub" else 10, partitions=100)
     j = runs.join(d["stats"].filter(pl.col("metric") == metric), on="run_id")
-    long = j.select("testbed_label", "series", "local_durability", *STAT_LABEL).unpivot(
+    long = _with_system(j.select("testbed_label", "series", "local_durability", *STAT_LABEL).unpivot(
         index=["testbed_label", "series", "local_durability"], variable_name="stat", value_name="ms").with_columns(
-        pl.col("stat").replace_strict(STAT_LABEL))
+        pl.col("stat").replace_strict(STAT_LABEL)))
     ch = alt.Chart(_rows(long)).mark_line(point=True).encode(
         x=alt.X("stat:N", sort=list(STAT_LABEL.values()), title=None),
-        y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), title=f"{'publish' if metric == 'publish' else 'end-to-end'} latency (ms)"),
-        color=alt.Color("series:N"), tooltip=["testbed_label:N", "series:N", "stat:N", "median(ms):Q"],
+        y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), axis=log_axis(), title=f"{'publish' if metric == 'publish' else 'end-to-end'} latency (ms)"),
+        color=system_color(), strokeDash=alt.StrokeDash("ack_label:N", title="acknowledgement"),
+        shape=alt.Shape("ack_label:N", title="acknowledgement"), detail="series:N",
+        tooltip=["testbed_label:N", "series:N", "stat:N", "median(ms):Q"],
     ).properties(width=W, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
                                          row=alt.Row("testbed_label:N", title=None))
     subs = "1 subscription" if sub == "1sub" else "10 subscriptions"
@@ -104,10 +133,10 @@ def _latency(d, metric, sub):
 def fig_timeline(d, ref):
     runs = report.latency_runs(d["runs"], 1, partitions=100)
     w = d["windows"].join(runs.select("run_id", "testbed_label", "series", "local_durability"), on="run_id")
-    ch = alt.Chart(_rows(w.select("testbed_label", "series", "local_durability", "t_s", "publish_p99_ms"))).mark_line().encode(
+    ch = alt.Chart(_rows(_with_system(w.select("testbed_label", "series", "local_durability", "t_s", "publish_p99_ms")))).mark_line().encode(
         x=alt.X("t_s:Q", title="time after warm-up (s)"),
-        y=alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), title="p99 publish latency per 10-s window (ms)"),
-        color="series:N", detail="testbed_label:N",
+        y=alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 publish latency per 10-s window (ms)"),
+        color=system_color(), strokeDash=alt.StrokeDash("ack_label:N", title="acknowledgement"), detail="testbed_label:N",
     ).properties(width=W + 60, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
                                               row=alt.Row("testbed_label:N", title=None))
     cap = ("p99 publish latency of each 10-s window over the run (study 000 Figures 2-11 / 2-14), 100 partitions, "
@@ -120,12 +149,12 @@ def fig_sweep(d, ref):
     j = runs.join(d["stats"].filter(pl.col("metric").is_in(["publish", "e2e"])), on="run_id").with_columns(
         (pl.col("local_durability") + " local, ack-" + pl.col("ack").cast(pl.Utf8)).alias("durability"))
     base = alt.Chart(_rows(j.select("testbed_label", "system", "durability", "metric", "partitions", "p99_ms"))).encode(
-        x=alt.X("partitions:Q", scale=alt.Scale(type="log"), title="partitions"),
-        y=alt.Y("median(p99_ms):Q", scale=alt.Scale(type="log"), title="p99 latency (ms)"),
-        color=alt.Color("system:N"), tooltip=["testbed_label:N", "system:N", "partitions:Q", "median(p99_ms):Q"])
+        x=alt.X("partitions:Q", scale=alt.Scale(type="log"), title="partitions", axis=alt.Axis(values=[1, 100, 10000], format="~s")),
+        y=alt.Y("median(p99_ms):Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 (ms)"),
+        color=system_color(), tooltip=["testbed_label:N", "system:N", "partitions:Q", "median(p99_ms):Q"])
     line = base.mark_line().encode(strokeDash=alt.StrokeDash("testbed_label:N", title="testbed"))
     pts = base.mark_point(filled=True, size=40).encode(shape=alt.Shape("testbed_label:N", title="testbed"))
-    ch = alt.layer(line, pts).properties(width=170, height=H).facet(
+    ch = alt.layer(line, pts).properties(width=150, height=H).facet(
         column=alt.Column("durability:N", title=None), row=alt.Row("metric:N", title=None))
     cap = ("Partition sweep (study 000 Tables 2-12 … 2-16 and 1-3): p99 publish and end-to-end latency against partitions "
            "at 200 K msg/s, by local durability and acknowledgement level; log–log.")
@@ -135,11 +164,11 @@ def fig_sweep(d, ref):
 def fig_catchup(d, ref):
     runs = report.catchup_mode(report.distinct(d["runs"].filter(pl.col("experiment") == "E000-CU"))).with_columns(
         (pl.col("system") + " ack-" + pl.col("ack").cast(pl.Utf8)).alias("run"))
-    w = d["windows"].join(runs.select("run_id", "testbed_label", "run", "mode", "message_size_bytes"), on="run_id").with_columns(
+    w = d["windows"].join(runs.select("run_id", "testbed_label", "run", "system", "mode", "message_size_bytes"), on="run_id").with_columns(
         (pl.col("consume_rate_msgps") / 1e6).alias("consume_mmsgps"))
-    ch = alt.Chart(_rows(w.select("testbed_label", "run", "mode", "t_s", "consume_mmsgps"))).mark_line().encode(
-        x=alt.X("t_s:Q", title="time (s)"), y=alt.Y("consume_mmsgps:Q", title="consume rate (M msg/s)"),
-        color="run:N", detail="testbed_label:N",
+    ch = alt.Chart(_rows(w.select("testbed_label", "run", "system", "mode", "t_s", "consume_mmsgps"))).mark_line().encode(
+        x=alt.X("t_s:Q", title="time (s)", axis=alt.Axis(format="~s")), y=alt.Y("consume_mmsgps:Q", title="consume rate (M msg/s)"),
+        color=system_color(), strokeDash=alt.StrokeDash("run:N", title="run"), detail="testbed_label:N",
     ).properties(width=W, height=H).facet(column=alt.Column("mode:N", title="study 000 catch-up mode (Kafka runs async in mode 1)"),
                                          row=alt.Row("testbed_label:N", title=None)).resolve_scale(y="independent", x="independent")
     cap = ("Catch-up read (study 000 Figures 2-33 … 2-35): consume rate per 10-s window while producers write 200 K "
@@ -158,9 +187,9 @@ def fig_mixed(d, ref):
             long.append({"config": cfg, "system": r["system"], "source": f"{r['testbed']}: {r['source']}", "p99": r["publish_p99_ms"]})
     ch = alt.Chart(alt.Data(values=long)).mark_point(filled=True, size=90).encode(
         x=alt.X("system:N", title=None), xOffset="source:N",
-        y=alt.Y("p99:Q", scale=alt.Scale(type="log"), title="p99 publish latency (ms)"),
-        color=alt.Color("source:N", legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0)),
-        shape="source:N", tooltip=["config:N", "system:N", "source:N", "p99:Q"],
+        y=alt.Y("p99:Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 publish latency (ms)"),
+        color=system_color(),
+        shape=alt.Shape("source:N", legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0)), tooltip=["config:N", "system:N", "source:N", "p99:Q"],
     ).properties(width=120, height=H).facet(column=alt.Column("config:N", title=None))
     cap = ("Mixed workload (study 000 Table 1-4): p99 publish latency while a catch-up consumer reads the backlog. "
            "No mixed-workload files were published: the study's printed numbers are drawn beside the p99 of the "
@@ -180,12 +209,36 @@ def fig_fsync(d, ref):
         pts.append({"testbed": r["testbed"], "host": f"{r['host']} {r['dir']}".strip(), "p99_ms": r["value"] / 1000,
                     "source": "hw-probes fio-fsync"})
     ch = alt.Chart(alt.Data(values=pts)).mark_point(filled=True, size=80).encode(
-        x=alt.X("host:N", title=None), y=alt.Y("p99_ms:Q", scale=alt.Scale(type="log"), title="p99 fsync latency (ms)"),
+        x=alt.X("host:N", title=None), y=alt.Y("p99_ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 fsync latency (ms)"),
         color="source:N", shape="testbed:N", tooltip=["testbed:N", "host:N", "p99_ms:Q"],
     ).properties(width=320, height=H)
     cap = ("p99 fsync latency: study 000's printed range over its three i3en.2xlarge instances (Figure 1-1; no raw "
            "data published) and this project's fio fsync probes per host and data directory when present.")
     return ch, cap, f"Dot plot of p99 fsync latency, {len(pts)} points: the study's 1 ms and 6 ms bounds and local probes."
+
+
+def _svg_width(svg: str) -> float:
+    import re
+    m = re.search(r'<svg[^>]*\swidth="([\d.]+)', svg)
+    return float(m.group(1)) if m else TEXT_WIDTH_PT
+
+
+def print_spec(chart, min_pt: float = MIN_FONT_PT) -> dict:
+    """The chart's Vega-Lite spec with every font at least `min_pt` once the SVG is scaled to the text width.
+
+    The SVG's width depends on its labels, so: draw, measure, set the fonts, draw again (a few rounds)."""
+    font_px = 11.0
+    for _ in range(4):
+        spec = chart.configure_view(stroke=None).configure(font="DejaVu Sans").configure_axis(
+            labelFontSize=font_px, titleFontSize=font_px, labelOverlap="greedy", labelSeparation=4,
+        ).configure_axisX(tickCount=4).configure_axisY(tickCount=5).configure_legend(labelFontSize=font_px, titleFontSize=font_px, labelLimit=0).configure_header(
+            labelFontSize=font_px, titleFontSize=font_px, labelLimit=0).configure_text(fontSize=font_px).to_dict()
+        width = _svg_width(vlc.vegalite_to_svg(spec))
+        need = min_pt * width / TEXT_WIDTH_PT + 0.1
+        if font_px >= need:
+            return spec
+        font_px = need * 1.08
+    return spec
 
 
 _CLAIMS_CACHE = {}
@@ -218,7 +271,7 @@ def render(d, ref, fid, out: Path, png_scale: float = 2.0):
     if fid not in BUILDERS:
         raise InputError("--id", "id", f"unknown figure {fid!r}; known: {', '.join(FIGURE_IDS)}")
     chart, caption, alt_text = BUILDERS[fid](d, ref)
-    spec = chart.properties(title=fid).configure_view(stroke=None).to_dict()
+    spec = print_spec(chart)
     out.mkdir(parents=True, exist_ok=True)
     blobs = {"svg": vlc.vegalite_to_svg(spec).encode(), "png": vlc.vegalite_to_png(spec, scale=png_scale),
              "pdf": vlc.vegalite_to_pdf(spec),

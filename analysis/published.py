@@ -1,4 +1,4 @@
-"""Fetch study 000's published raw results by pinned URL (or from a local mirror), checked against the manifest.
+"""Fetch a study's published raw results by pinned URL (or from a local mirror), checked against the manifest.
 
 python -m analysis.published --manifest analysis/published/streamnative-2020.tsv --out data/published/streamnative-2020
                              (--mirror DIR | --url-base URL)
@@ -37,7 +37,10 @@ def git_blob_sha1(data: bytes) -> str:
 
 def _get(row, mirror: Path | None, url_base: str | None) -> tuple[bytes, str]:
     if mirror is not None:
+        # a mirror keeps either the repository's layout (source_path) or the manifest's (local_path)
         src = mirror / row["source_path"]
+        if not src.exists() and (mirror / row["local_path"]).exists():
+            src = mirror / row["local_path"]
         try:
             return src.read_bytes(), str(src)
         except OSError as e:

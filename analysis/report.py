@@ -20,7 +20,7 @@ from . import InputError, claims, stats as st
 from .labels import PUBLISHED_TESTBED_LABEL
 
 LAT_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")]
-TABLE_IDS = LAT_TABLES + ["maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs"]
+TABLE_IDS = LAT_TABLES + ["maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs", "verdicts", "published-002", "published-004"]
 STUDY_TABLE = {("publish", "1sub", "sync"): "2-2", ("e2e", "1sub", "sync"): "2-3", ("publish", "1sub", "async"): "2-4",
                ("e2e", "1sub", "async"): "2-5", ("publish", "10sub", "sync"): "2-7", ("e2e", "10sub", "sync"): "2-8",
                ("publish", "10sub", "async"): "2-9", ("e2e", "10sub", "async"): "2-10"}
@@ -292,6 +292,11 @@ def build_tables(d, reference_csv, tables_csv=claims.TABLES_CSV) -> dict:
     out["claims"] = (list(claims.CLAIMS_SCHEMA), cl.to_dicts())
     out["testbed"] = testbed_table(d)
     out["runs"] = runs_table(d)
+    from .verdicts import verdict_table
+    out["verdicts"] = verdict_table(cl)
+    from .reference import STUDIES, reference_table
+    for study in STUDIES:
+        out[f"published-{study}"] = reference_table(reference_csv, study)
     return out, cl
 
 

@@ -13,7 +13,7 @@ AN_DERIVED = ["runs", "windows", "stats", "quantiles", "probes"]
 AN_FIGURES = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
               "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
 AN_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")] + [
-    "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs"]
+    "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs", "verdicts", "published-002", "published-004"]
 AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} "
                  f"--bootstrap-seed {_AN.get('bootstrap_seed', 20201)} --ci-level {_AN.get('ci_level', 0.95)} "
                  f"--approx-tolerance-pct {_AN.get('approx_tolerance_pct', 5.0)}")
@@ -116,6 +116,45 @@ for _an_fid in AN_FIGURES:
             " --png-scale {params.scale} --out paper/figures > {log} 2>&1"
 
 
+# Confluent's August 2020 results (the other side of study 000's debate) beside study 000's and ours
+AN_CONFLUENT_DIR = "data/published/confluent-2020"
+AN_CONFLUENT_MANIFEST = "analysis/published/confluent-2020.tsv"
+AN_DEBATE_TABLES = ["debate-2020", "confluent-2020-files"]
+
+
+rule analysis_published_confluent:
+    """Confluent 2020's raw OMB results by pinned URL or from published.confluent_mirror, checked against the manifest."""
+    input:
+        manifest=AN_CONFLUENT_MANIFEST,
+        code=["analysis/published.py", "analysis/__init__.py"],
+    output:
+        directory(AN_CONFLUENT_DIR),
+    params:
+        source=(f"--url-base {_AN_PUB.get('confluent_url_base', '')}"
+                + (f" --mirror {_AN_PUB['confluent_mirror']}" if _AN_PUB.get("confluent_mirror") else "")),
+    log:
+        "logs/analysis/published-confluent.log",
+    shell:
+        "python -m analysis.published --manifest {input.manifest} --out {output} {params.source} > {log} 2>&1"
+
+
+rule analysis_debate:
+    """The tests both sides of the 2020 debate ran, Confluent's and StreamNative's files side by side (and ours)."""
+    input:
+        confluent=AN_CONFLUENT_DIR,
+        manifest=AN_CONFLUENT_MANIFEST,
+        derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
+        code=AN_CODE,
+    output:
+        expand("paper/tables/{t}.{ext}", t=AN_DEBATE_TABLES, ext=("csv", "md")),
+    log:
+        "logs/analysis/debate.log",
+    shell:
+        "python -m analysis.debate --confluent {input.confluent} --manifest {input.manifest} --derived data/derived"
+        " --out paper/tables > {log} 2>&1"
+
+
+ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_DEBATE_TABLES, ext=("csv", "md")))
 ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_FIGURES, ext=("svg", "png", "pdf", "json")))
 ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")))
 ALL_TARGETS.append("paper/_variables.yml")

@@ -27,4 +27,9 @@ TABLE_IDS = [
     "claims",
     "testbed",
     "runs",
+    "verdicts",
+    "published-002",
+    "published-004",
+    "debate-2020",
+    "confluent-2020-files",
 ]

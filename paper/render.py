@@ -9,9 +9,9 @@ Steps
    - fig-<id>.md for every id in paper/ids.py: `![caption](figures/<id>.svg){#fig-<id> fig-alt="alt"}`,
      with caption and alt text read from paper/figures/<id>.json (made by analysis);
    - durability.md: the table of the durability levels, read from systems/durability.yaml.
-   paper.qmd includes these with `{{< include _generated/... >}}`, so Quarto and pandoc see the same text.
-2. expand (pandoc path; also run as a check before Quarto): `{{< include FILE >}}` (path relative to the
-   including file, recursive) and `{{< var a.b >}}` (from paper/_variables.yml). A missing file, an unknown
+   paper.md includes these with `{{< include _generated/... >}}`, so Quarto and pandoc see the same text.
+2. expand (pandoc path; also run as a check before Quarto): `{{< include FILE >}}` (recursive; as in
+   Quarto, the path is relative to the main document's folder paper/, in included files too) and `{{< var a.b >}}` (from paper/_variables.yml). A missing file, an unknown
    key or any other shortcode is an error naming the key/file and the source file and line.
 3. cross-references (pandoc path): `@fig-x` / `@tbl-x` become "Figure N" / "Table N" in document order,
    as Quarto numbers them; HTML captions get the "Figure N:" prefix, typst numbers its own figures.
@@ -34,9 +34,10 @@ from pathlib import Path
 
 import yaml
 
-from paper.ids import FIGURE_IDS
+from paper.ids import FIGURE_IDS, TABLE_IDS
+from paper.settings import SettingsError, load_settings
 
-MAIN = "paper.qmd"
+MAIN = "paper.md"
 OUT_NAME = "paper"
 
 
@@ -145,12 +146,71 @@ def durability_table(path: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
-def prepare(paper: Path, durability: Path | None = None) -> list[Path]:
-    """Write paper/_generated/ (figure snippets, durability table); return the files written."""
+PUBLISHED_PROFILE = "env/profiles/published"
+BUILD_HINT = "env/shell snakemake --profile published paper/_build/paper.pdf"
+
+
+def analysis_outputs(paper: Path) -> list[Path]:
+    """The files of the analysis stage that the paper includes (paper/ids.py)."""
+    return [*(paper / "figures" / f"{i}.{ext}" for i in FIGURE_IDS for ext in ("svg", "json")),
+            *(paper / "tables" / f"{t}.md" for t in TABLE_IDS), paper / "_variables.yml"]
+
+
+def ensure_analysis_outputs(paper: Path) -> None:
+    """Build missing figures, tables and _variables.yml with the published-only part of the DAG
+    (`snakemake --profile published`: no probe, no cluster) so a fresh checkout renders; one-line error otherwise."""
+    missing = [f for f in analysis_outputs(paper) if not f.exists()]
+    if not missing:
+        return
+    root = paper.parent
+    targets = [os.path.relpath(f, root) for f in missing]
+    if not (root / "Snakefile").is_file() or os.environ.get("STREAMBENCH_PAPER_NO_BUILD"):
+        more = f" (and {len(missing) - 1} more analysis outputs)" if len(missing) > 1 else ""
+        raise RenderError(f"{_rel(missing[0])}: missing{more}; run: {BUILD_HINT}")
+    log = root / "logs" / "paper" / "published-dag.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"paper.render: {len(missing)} analysis output(s) missing, building them from the published data "
+          f"(snakemake --profile published, log {_rel(log)})", file=sys.stderr)
+    with open(log, "w") as out:
+        p = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(root / PUBLISHED_PROFILE), *targets],
+                           cwd=root, stdout=out, stderr=subprocess.STDOUT,
+                           env=dict(os.environ, STREAMBENCH_PAPER_NO_BUILD="1"))
+    still = [f for f in missing if not f.exists()]
+    if p.returncode != 0 or still:
+        raise RenderError(f"building the analysis outputs failed (snakemake exit {p.returncode}, log {_rel(log)}); "
+                          f"run: {BUILD_HINT}")
+
+
+REBUILD = "env/shell snakemake --profile published {target}"
+_FIGURE_READS = "data/derived/*.parquet, data/reference/studies.csv"
+_TABLE_READS = _FIGURE_READS + ", analysis/published/study000-tables.csv"
+
+
+def reviewer_rows() -> list[tuple[str, str, str]]:
+    """(what, command, reads) for every figure and table of the paper (paper/ids.py)."""
+    rows = [(f"Figure `{i}`", REBUILD.format(target=f"paper/figures/{i}.svg"), _FIGURE_READS) for i in FIGURE_IDS]
+    debate = "data/published/confluent-2020/, data/derived/runs.parquet, data/derived/stats.parquet"
+    rows += [(f"Table `{t}`", REBUILD.format(target=f"paper/tables/{t}.md"),
+              debate if t in ("debate-2020", "confluent-2020-files") else _TABLE_READS) for t in TABLE_IDS]
+    return rows
+
+
+def reviewer_table() -> str:
+    out = ["| figure / table | command | reads |", "|---|---|---|"]
+    out += [f"| {what} | `{cmd}` | {reads} |" for what, cmd, reads in reviewer_rows()]
+    return "\n".join(out) + "\n"
+
+
+def prepare(paper: Path, durability: Path | None = None, build: bool = True) -> list[Path]:
+    """Write paper/_generated/ (figure snippets, durability table); return the files written.
+    With `build`, missing analysis outputs are first made from the published data (ensure_analysis_outputs)."""
+    if build:
+        ensure_analysis_outputs(paper)
     gen = paper / "_generated"
     durability = durability or paper.parent / "systems" / "durability.yaml"
     todo = {gen / f"fig-{i}.md": figure_snippet(i, paper / "figures" / f"{i}.json") for i in FIGURE_IDS}
     todo[gen / "durability.md"] = durability_table(durability)
+    todo[gen / "reviewer.md"] = reviewer_table()
     for path, text in todo.items():  # all checked before any is written
         write_atomic(path, text)
     return list(todo)
@@ -188,9 +248,14 @@ def lookup(variables: dict, key: str, varfile: Path, where: str) -> str:
     return str(cur)
 
 
-def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = ()) -> str:
-    """The text of `path` with every include and var shortcode replaced."""
+def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = (), root: Path | None = None) -> str:
+    """The text of `path` with every include and var shortcode replaced.
+
+    As in Quarto, an include is pasted text: a relative include path is resolved against the directory
+    of the main document (`root`, default: the directory of `path`), also inside included files, and
+    a path starting with `/` against the project folder (the same directory here)."""
     path = path.resolve()
+    root = (root or path.parent).resolve()
     if path in _stack:
         raise RenderError(f"{_rel(_stack[-1])}: include cycle through {_rel(path)}")
     out = []
@@ -213,10 +278,10 @@ def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = ()) -> st
             if name == "include":
                 if not arg:
                     raise RenderError(f"{where}: {m.group(0)}: include needs a file")
-                target = path.parent / arg.strip("\"'")
+                target = root / arg.strip("\"'").lstrip("/")
                 if not target.is_file():
                     raise RenderError(f"{where}: {{{{< include {arg} >}}}}: file {_rel(target)} not found")
-                text = expand(target, variables, varfile, _stack + (path,))
+                text = expand(target, variables, varfile, _stack + (path,), root)
                 return text if text.endswith("\n") else text + "\n"
             raise RenderError(f"{where}: {m.group(0)}: unknown shortcode '{name}' (only include and var)")
 
@@ -272,18 +337,6 @@ def crossref(md: str, fmt: str, source: str = MAIN) -> str:
     return _TBL_DEF.sub(tbl, md)
 
 
-def breakable_tables(md: str) -> str:
-    """Typst cannot break `publish_mibps` inside a narrow column: put a zero-width space after each
-    underscore in table rows (outside code spans); HTML tables scroll instead and keep the text as is."""
-    def row(line: str) -> str:
-        if not line.startswith("|"):
-            return line
-        parts = line.split("`")
-        parts[::2] = [re.sub(r"(?<!\\)_", "\\_\u200b", p) for p in parts[::2]]
-        return "`".join(parts)
-    return "\n".join(row(line) for line in md.split("\n"))
-
-
 # ---------------------------------------------------------------- step 4: renderers
 
 def pandoc_path() -> str:
@@ -295,15 +348,6 @@ def pandoc_path() -> str:
         return pypandoc.get_pandoc_path()
     except (ImportError, OSError) as e:
         raise RenderError(f"pandoc not found on PATH and pypandoc-binary is not installed ({e})") from None
-
-
-_TYPST_HEADER = """\
-#set text(size: 10pt)
-#show table: set text(size: 7.5pt)
-#show table: set par(justify: false)
-#show figure: set block(breakable: true)
-#set table(inset: 4pt)
-"""
 
 
 def _run(cmd: list[str], what: str) -> None:
@@ -324,15 +368,18 @@ def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
     html_tmp, pdf_tmp = out_dir / f"{tag}.html", out_dir / f"{tag}.pdf"
     try:
         html_md.write_text(crossref(md, "html"))
-        typ_md.write_text(breakable_tables(crossref(md, "typst")))
+        typ_md.write_text(crossref(md, "typst"))
+        settings = load_settings(paper)  # _quarto.yml: the settings Quarto reads too
+        meta = paper / f"{tag}.meta.yml"
+        meta.write_text(yaml.safe_dump(settings.typst_metadata(), sort_keys=True))
         common = ["--from=markdown", "--standalone", "--number-sections", f"--resource-path={paper}"]
-        css = paper / "style.css"
-        _run([pandoc, str(html_md), *common, "--to=html5", "--toc", "--embed-resources",
-              *([f"--css={css}"] if css.exists() else []), "--metadata=lang:en", f"--output={html_tmp}"],
+        _run([pandoc, str(html_md), *common, "--to=html5", *(["--toc"] if settings.toc else []), "--embed-resources",
+              *(f"--css={c}" for c in settings.css), "--metadata=lang:en", f"--output={html_tmp}"],
              "pandoc (HTML)")
-        # --columns: pipe tables are not "wide", so typst sizes the columns to their content
-        _run([pandoc, str(typ_md), *common, "--to=typst", "--columns=10000", f"--variable=header-includes:{_TYPST_HEADER}",
-              "--variable=papersize:a4", f"--output={typ}"], "pandoc (typst)")
+        # pandoc's default line width, as in Quarto (whose `columns` key means page columns in typst): pipe
+        # tables with long rows get relative column widths in both renderers
+        _run([pandoc, str(typ_md), *common, "--to=typst", f"--metadata-file={meta}",
+              *(f"--include-in-header={h}" for h in settings.typst_headers), f"--output={typ}"], "pandoc (typst)")
         import typst
         try:
             typst.compile(str(typ), output=str(pdf_tmp), root=str(paper))
@@ -343,7 +390,7 @@ def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
         os.replace(pdf_tmp, outputs["pdf"])
         return outputs
     finally:
-        for f in (html_md, typ_md, typ, html_tmp, pdf_tmp):
+        for f in (html_md, typ_md, typ, html_tmp, pdf_tmp, paper / f"{tag}.meta.yml"):
             if f.exists():
                 f.unlink()
 
@@ -404,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                           Path(args.durability) if args.durability else None)
             print(f"rendered {', '.join(_rel(p) for p in outs.values())} in {time.perf_counter() - t0:.1f} s",
                   file=sys.stderr)
-    except RenderError as e:
+    except (RenderError, SettingsError) as e:
         print(f"paper.render: error: {e}", file=sys.stderr)
         return 2
     return 0

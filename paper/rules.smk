@@ -1,6 +1,7 @@
 # Snakemake rules of the paper stage (included by the root Snakefile).
 # rule paper: every figure/table/variables file of the analysis stage -> paper/_build/paper.{html,pdf}
 import importlib.util as _paper_ilu
+import glob as _paper_glob
 import os as _paper_os
 import yaml as _paper_yaml
 
@@ -25,7 +26,8 @@ rule paper:
         tables=[f"paper/tables/{t}.md" for t in PAPER_TABLE_IDS],
         variables="paper/_variables.yml",
         durability="systems/durability.yaml",
-        sources=["paper/paper.qmd", "paper/_quarto.yml", "paper/style.css", "paper/render.py", "paper/ids.py"],
+        sections=sorted(_paper_glob.glob("paper/sections/*.qmd")),
+        sources=["paper/paper.md", "paper/_quarto.yml", "paper/style.css", "paper/render.py", "paper/ids.py"],
     output:
         html=PAPER_OUTPUTS[0],
         pdf=PAPER_OUTPUTS[1],

@@ -27,7 +27,7 @@ import shutil  # noqa: E402
 from analysis import figures, ingest, published, report  # noqa: E402
 from paper import render as paper_render  # noqa: E402
 
-PAPER_SOURCES = ["paper.qmd", "_quarto.yml", "style.css"]
+PAPER_SOURCES = ["paper.md", "_quarto.yml", "style.css"]
 
 MANIFEST = REPO / "analysis" / "published" / "streamnative-2020.tsv"
 REFERENCE = REPO / "data" / "reference" / "studies.csv"

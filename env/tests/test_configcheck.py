@@ -35,7 +35,7 @@ def test_nested_unknown_key_is_named_by_its_full_path_and_the_profile_file():
 
 def test_nested_unknown_key_in_published():
     message = error_of({"published": {"mirorr": "/tmp"}})
-    assert message == "config error: env/config.yaml: published.mirorr: unknown key (allowed: mirror, url_base)"
+    assert message == "config error: env/config.yaml: published.mirorr: unknown key (allowed: confluent_mirror, confluent_url_base, mirror, url_base)"
 
 
 def test_wrong_type():
@@ -78,6 +78,9 @@ def test_defaults_are_filled_from_the_schemas():
         "mirror": "../shared/published/streamnative-2020",
         "url_base": "https://raw.githubusercontent.com/streamnative/openmessaging-benchmark/"
         "5e1cbd40690850a2829cb159149e1ff32e7d1925/",
+        "confluent_mirror": "../shared/published/confluent-2020",
+        "confluent_url_base": "https://raw.githubusercontent.com/confluentinc/openmessaging-benchmark/"
+        "5b96f199e6628d8d969f886e7e329484061192ec/",
     }
     for stage in ("hw_probes", "systems", "workloads", "analysis", "paper"):
         assert isinstance(config[stage], dict)

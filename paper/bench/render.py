@@ -20,7 +20,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "hw-probes")]
 
 from paper import render  # noqa: E402
 from paper.ids import FIGURE_IDS, TABLE_IDS  # noqa: E402
-from paper.tests.conftest import SOURCES, make_paper  # noqa: E402
+from paper.tests.conftest import copy_sources, make_paper  # noqa: E402
 
 TARGET_S = 60.0
 
@@ -44,8 +44,7 @@ def main() -> int:
         if use_real:
             paper = Path(tmp) / "paper"
             paper.mkdir()
-            for name in SOURCES:
-                shutil.copy(src / name, paper / name)
+            copy_sources(src, paper)
             for sub in ("figures", "tables"):
                 shutil.copytree(src / sub, paper / sub)
             shutil.copy(src / "_variables.yml", paper / "_variables.yml")

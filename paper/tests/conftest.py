@@ -14,9 +14,18 @@ from paper.ids import FIGURE_IDS, TABLE_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "paper"
-SOURCES = ["paper.qmd", "_quarto.yml", "style.css"]
+SOURCES = ["paper.md", "_quarto.yml", "style.css", "render-header.typ", "sections"]  # the sources of the paper (files or folders)
 
-# documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.qmd uses
+
+def copy_sources(src: Path, paper: Path) -> None:
+    """Copy the paper's sources (SOURCES) from src/ into paper/."""
+    for name in SOURCES:
+        if (src / name).is_dir():
+            shutil.copytree(src / name, paper / name)
+        else:
+            shutil.copy(src / name, paper / name)
+
+# documented in analysis/README.md ("paper/_variables.yml keys"), plus the derived.* keys paper.md uses
 FAKE_VARIABLES = {
     "published": {"files": 124, "distinct_files": 100, "repo": "example/omb", "commit": "0123abc",
                   "testbed": "aws i3en.2xlarge (study 000)"},
@@ -48,8 +57,7 @@ def make_paper(dest: Path) -> Path:
     """Copy the paper sources and systems/durability.yaml to dest/, then fake the analysis outputs."""
     paper = dest / "paper"
     paper.mkdir(parents=True)
-    for name in SOURCES:
-        shutil.copy(PAPER / name, paper / name)
+    copy_sources(PAPER, paper)
     (dest / "systems").mkdir()
     shutil.copy(ROOT / "systems" / "durability.yaml", dest / "systems" / "durability.yaml")
     figs = paper / "figures"

@@ -72,7 +72,7 @@ def test_missing_or_bad_variables_file(fake_paper):
 
 def test_prepare_writes_snippets_from_figure_json(fake_paper):
     written = render.prepare(fake_paper)
-    assert len(written) == len(FIGURE_IDS) + 1
+    assert len(written) == len(FIGURE_IDS) + 2  # + durability.md, reviewer.md
     snippet = (fake_paper / "_generated" / "fig-maxtput.md").read_text()
     assert snippet == ('![Fake figure maxtput: p99 \\[ms\\] of \\*series\\* \\<a & b\\>.](figures/maxtput.svg)'
                        '{#fig-maxtput fig-alt="Bar chart \\"maxtput\\" with one bar."}\n')
@@ -137,8 +137,8 @@ def test_crossref_unknown_reference_and_duplicate():
 
 
 def test_paper_uses_only_documented_variables_and_every_id():
-    """paper.qmd's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
-    qmd = (ROOT / "paper" / "paper.qmd").read_text()
+    """paper.md's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
+    qmd = "".join(p.read_text() for p in [ROOT / "paper" / "paper.md", *sorted((ROOT / "paper" / "sections").glob("*.qmd"))])
     used = set(re.findall(r"\{\{< var ([\w.]+) >\}\}", qmd))
     readme = (ROOT / "analysis" / "README.md").read_text()
     documented = set()
@@ -154,7 +154,39 @@ def test_paper_uses_only_documented_variables_and_every_id():
         assert f"{{{{< include tables/{tid}.md >}}}}" in qmd and f"{{#tbl-{tid}}}" in qmd
 
 
-def test_breakable_tables_only_touches_table_rows_outside_code():
-    md = "a_b text\n| publish_mibps | `x_y` |\n|---|---|\n"
-    out = render.breakable_tables(md)
-    assert out == "a_b text\n| publish\\_\u200bmibps | `x_y` |\n|---|---|\n"
+def test_every_section_file_is_included_once():
+    """paper.md is a list of includes of sections/*.qmd (one file per section, one line per file)."""
+    qmd = (ROOT / "paper" / "paper.md").read_text()
+    included = re.findall(r"^\{\{< include sections/([\w.-]+) >\}\}$", qmd, re.MULTILINE)
+    files = sorted(p.name for p in (ROOT / "paper" / "sections").glob("*.qmd"))
+    assert sorted(included) == files, "each paper/sections/*.qmd needs exactly one include line in paper.md"
+    assert len(set(included)) == len(included)
+
+
+def test_include_paths_are_relative_to_the_main_document(fake_paper):
+    """Quarto pastes an include's text: paths inside an included file resolve from the main document."""
+    (fake_paper / "sections").mkdir(exist_ok=True)
+    (fake_paper / "sections" / "s.qmd").write_text("{{< include tables/runs.md >}}\n{{< include /tables/maxtput.md >}}\n")
+    out = expand_text(fake_paper, "{{< include sections/s.qmd >}}\n")
+    assert "| runs | 1.25 |" in out and "| maxtput | 1.25 |" in out
+
+
+@pytest.mark.slow
+def test_every_reviewer_command_dry_runs():
+    """The reviewer's appendix: every command is `snakemake --profile published TARGET` and the targets dry-run.
+
+    One `snakemake -n` with every target (the same profile and options as each command; one start-up instead of
+    one per row keeps this inside the test budget)."""
+    import shlex
+    import subprocess
+    import sys
+    rows = render.reviewer_rows()
+    assert len(rows) == len(FIGURE_IDS) + len(TABLE_IDS)
+    targets = []
+    for _, cmd, _ in rows:
+        argv = shlex.split(cmd)
+        assert argv[:4] == ["env/shell", "snakemake", "--profile", "published"] and len(argv) == 5, cmd
+        targets.append(argv[4])
+    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--profile", str(ROOT / "env/profiles/published"),
+                        *targets], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]

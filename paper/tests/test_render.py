@@ -12,7 +12,7 @@ import pytest
 from paper import render
 from paper.ids import FIGURE_IDS, TABLE_IDS
 
-from .conftest import PAPER, ROOT, SOURCES
+from .conftest import PAPER, ROOT, copy_sources
 
 PDFTOPPM = shutil.which("pdftoppm")
 
@@ -62,14 +62,14 @@ def test_pandoc_typst_render_of_fake_outputs(fake_paper, tmp_path):
 
 
 def test_cli_error_is_one_line_and_writes_nothing(fake_paper):
-    (fake_paper / "paper.qmd").write_text((fake_paper / "paper.qmd").read_text()
+    (fake_paper / "paper.md").write_text((fake_paper / "paper.md").read_text()
                                           + "\nBroken {{< var claims.bogus_key >}}\n")
     p = subprocess.run([sys.executable, "-m", "paper.render", "--paper", str(fake_paper), "--renderer", "pandoc"],
                        capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'hw-probes'}"))
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "paper.qmd:" in lines[0] and "'claims.bogus_key'" in lines[0]
+    assert len(lines) == 1 and "paper.md:" in lines[0] and "'claims.bogus_key'" in lines[0]
     assert not (fake_paper / "_build" / "paper.html").exists()
 
 
@@ -113,13 +113,22 @@ def test_render_from_real_analysis_outputs(tmp_path):
                     "run: snakemake -c2 paper/_variables.yml " + " ".join(f"paper/figures/{i}.svg" for i in FIGURE_IDS[:1]) + " …")
     paper = tmp_path / "paper"
     paper.mkdir()
-    for name in SOURCES:
-        shutil.copy(PAPER / name, paper / name)
+    copy_sources(PAPER, paper)
     for sub in ("figures", "tables"):
         shutil.copytree(PAPER / sub, paper / sub)
     shutil.copy(PAPER / "_variables.yml", paper / "_variables.yml")
     outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
     check_outputs(outs, tmp_path)
+    # the pages hold their content: no word over another (figures included), none outside the text area,
+    # every claims row in the text; in the HTML no table wider than its column that does not scroll
+    from paper import checks
+    problems = checks.check_pdf(outs["pdf"], PAPER / "tables" / "claims.csv", paper)
+    assert not problems, f"{len(problems)} PDF problems, e.g. " + "; ".join(problems[:5])
+    if checks.chromium() is None and os.environ.get("STREAMBENCH_REQUIRE_BUILT"):
+        pytest.fail("chromium not installed (env/apt-packages.txt): the HTML check cannot run")
+    if checks.chromium() is not None:
+        problems = checks.check_html(outs["html"])
+        assert not problems, "; ".join(problems[:5])
 
 
 def test_quarto_path_checks_first_then_calls_quarto(fake_paper, tmp_path, monkeypatch):
@@ -141,7 +150,7 @@ def test_quarto_path_checks_first_then_calls_quarto(fake_paper, tmp_path, monkey
     assert (fake_paper / "_generated" / "fig-maxtput.md").exists()  # prepared before Quarto runs
     # an unknown var stops the Quarto path before Quarto runs, with the same error as the pandoc path
     calls.unlink()
-    (fake_paper / "paper.qmd").write_text("{{< var no.such >}}\n")
-    with pytest.raises(render.RenderError, match=r"paper\.qmd:1: .*'no\.such'"):
+    (fake_paper / "paper.md").write_text("{{< var no.such >}}\n")
+    with pytest.raises(render.RenderError, match=r"paper\.md:1: .*'no\.such'"):
         render.render(fake_paper, renderer="quarto")
     assert not calls.exists()
