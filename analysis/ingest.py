@@ -34,7 +34,12 @@ RUNS_SCHEMA = {
     "consume_peak_gibps": pl.Float64, "drain_mean_msgps": pl.Float64, "backlog_max_msgs": pl.Float64,
     "mixed_publish_p99_ms": pl.Float64, "effective_partitions": pl.Int64, "effective_rate_msgps": pl.Float64,
     "path": pl.Utf8, "url": pl.Utf8, "blob_sha1": pl.Utf8, "bytes": pl.Int64,
+    "validity": pl.Utf8, "validity_reasons": pl.Utf8,
 }
+# how runs that workloads.run judged `suspect` (busy host, steal, a runner behind its schedule) enter the tables:
+# "mark" keeps them, labelled "<testbed> (suspect)" so every figure and table shows them apart; "exclude" leaves
+# them out. Either way data/derived/validity.json lists them and the paper says how many there were.
+SUSPECT_MODES = ("mark", "exclude")
 STATS_SCHEMA = {"run_id": pl.Utf8, "metric": pl.Utf8, "method": pl.Utf8, "avg_ms": pl.Float64, "p50_ms": pl.Float64,
                 "p90_ms": pl.Float64, "p99_ms": pl.Float64, "p99_9_ms": pl.Float64, "max_ms": pl.Float64}
 QUANT_SCHEMA = {"run_id": pl.Utf8, "metric": pl.Utf8, "percentile": pl.Float64, "value_ms": pl.Float64}
@@ -133,8 +138,12 @@ def _git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def ingest_raw(raw: Path):
+def ingest_raw(raw: Path, suspect: str = "mark", validity: dict | None = None):
     rows, wins, sts, qs = [], [], [], []
+    if validity is None:
+        validity = {}
+    validity.setdefault("mode", suspect)
+    validity.setdefault("runs", [])
     if not raw.is_dir():
         return rows, wins, sts, qs
     for p in sorted(raw.glob("*/*/*/*/rep-*.json")):
@@ -156,6 +165,15 @@ def ingest_raw(raw: Path):
                 v = cluster.get(key)
                 if v is not None and str(v).split("-")[0] != str(lab[key]).split("-")[0]:
                     raise InputError(p, f"x-streambench.cluster.{key}", f"{v!r} disagrees with the path ({lab[key]!r})")
+        val = (x.get("testbedHost") or {}).get("validity") or {}
+        lab["validity"] = val.get("status")
+        lab["validity_reasons"] = "; ".join(val.get("reasons") or [])
+        if val.get("status") == "suspect":
+            validity["runs"].append({"path": rel, "reasons": val.get("reasons") or [],
+                                     "excluded": suspect == "exclude"})
+            if suspect == "exclude":
+                continue
+            lab["testbed_label"] = f"{lab['testbed_label']} (suspect)"
         lab["version"] = str(cluster.get("version") or "n/a")
         lab["tuning"] = str(cluster.get("tuning") or lab.get("tuning") or "n/a")
         if (x.get("mixed") or {}).get("during"):
@@ -204,13 +222,14 @@ def ingest_probes(raw: Path):
     return out
 
 
-def build(published: Path | None, manifest_path: Path | None, raw: Path | None):
+def build(published: Path | None, manifest_path: Path | None, raw: Path | None, suspect: str = "mark",
+          validity: dict | None = None):
     rows, wins, sts, qs = [], [], [], []
     if published is not None:
         a, b, c, d = ingest_published(Path(published), read_manifest(manifest_path))
         rows += a; wins += b; sts += c; qs += d
     if raw is not None:
-        a, b, c, d = ingest_raw(Path(raw))
+        a, b, c, d = ingest_raw(Path(raw), suspect, validity)
         rows += a; wins += b; sts += c; qs += d
     tables = {
         "runs": pl.DataFrame(rows, schema=RUNS_SCHEMA, strict=False),
@@ -246,13 +265,21 @@ def main(argv=None):
     ap.add_argument("--manifest", type=Path)
     ap.add_argument("--raw", type=Path)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--suspect", choices=SUSPECT_MODES, default="mark",
+                    help="runs judged suspect by workloads.run: mark them (label '<testbed> (suspect)') or exclude them")
     a = ap.parse_args(argv)
+    validity: dict = {"mode": a.suspect, "runs": []}
     try:
-        tables = build(a.published, a.manifest, a.raw)
+        tables = build(a.published, a.manifest, a.raw, a.suspect, validity)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_atomic(tables, a.out)
+    validity["suspect"] = len(validity["runs"])
+    validity["excluded"] = sum(r["excluded"] for r in validity["runs"])
+    tmp = a.out / ".validity.json.tmp"
+    tmp.write_text(json.dumps(validity, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, a.out / "validity.json")
     print(" ".join(f"{k}={v.height}" for k, v in tables.items()))
     return 0
 

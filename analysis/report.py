@@ -34,6 +34,10 @@ def load(derived: Path, names=("runs", "windows", "stats", "quantiles", "probes"
         if not p.exists():
             raise InputError(p, "(file)", "missing; run the ingest rule first")
         out[name] = pl.read_parquet(p)
+    vj = Path(derived) / "validity.json"
+    if vj.exists():
+        import json
+        out["validity"] = json.loads(vj.read_text())
     return out
 
 
@@ -308,6 +312,13 @@ def _key(s: str) -> str:
     return s.replace("-", "_").replace(".", "_")
 
 
+def _validity_vars(d) -> dict:
+    """How many of this testbed's runs were suspect, and what became of them (data/derived/validity.json)."""
+    v = d.get("validity") or {}
+    return {"suspect": v.get("suspect", 0), "suspect_excluded": v.get("excluded", 0),
+            "suspect_mode": v.get("mode", "mark")}
+
+
 def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
     runs = d["runs"]
     pub = runs.filter(pl.col("source") == "published")
@@ -341,7 +352,7 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
                    "no_data": int(v.str.starts_with("no raw data").sum()),
                    "ambiguous": int((cl["ambiguous"] != "").sum()),
                    "matched_pct": round(100 * matched / (matched + differ)) if matched + differ else na},
-        "local": {"runs": loc.height, "testbed": testbed},
+        "local": {"runs": loc.height, "testbed": testbed, **_validity_vars(d)},
         "versions": versions,
         "testbed": {"cpu": facts.get("cpu", na), "cores": facts.get("cores", na),
                     "mem_gib": facts.get("mem_gib", na),

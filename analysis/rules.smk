@@ -66,17 +66,21 @@ rule analysis_ingest:
         code=AN_CODE,
     output:
         expand("data/derived/{t}.parquet", t=AN_DERIVED),
+        validity="data/derived/validity.json",
+    params:
+        suspect=_AN.get("suspect_runs", "mark"),
     log:
         "logs/analysis/ingest.log",
     shell:
         "python -m analysis.ingest --published {input.published} --manifest {input.manifest} --raw data/raw"
-        " --out data/derived > {log} 2>&1"
+        " --out data/derived --suspect {params.suspect} > {log} 2>&1"
 
 
 rule analysis_tables:
     """Paper tables, the claims table and paper/_variables.yml."""
     input:
         derived=expand("data/derived/{t}.parquet", t=AN_DERIVED),
+        validity="data/derived/validity.json",
         reference="data/reference/studies.csv",
         study_tables="analysis/published/study000-tables.csv",
         code=AN_CODE,

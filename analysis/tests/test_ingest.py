@@ -89,3 +89,31 @@ def test_real_runner_output(tmp_path):
     assert (run["experiment"], run["partitions"], run["effective_partitions"]) == ("E000-MIX", 100, 10)
     assert run["mixed_publish_p99_ms"] > 0 and run["n_windows"] >= 1
     assert set(t["stats"]["metric"]) == {"publish", "e2e", "publish_delay", "publish_corrected", "e2e_corrected"}
+
+
+def test_suspect_runs_are_marked_or_excluded_and_listed(tmp_path):
+    """workloads.run's verdict (x-streambench.testbedHost.validity) decides how a run enters the tables."""
+    import json
+    from analysis.tests.paths import REPO
+    data = REPO / "analysis" / "tests" / "data"
+    raw = tmp_path / "raw"
+    for rep, status in ((1, "ok"), (2, "suspect")):
+        doc = json.loads((data / "runner-mixed-m1.json").read_text())
+        doc["x-streambench"]["testbedHost"] = {"validity": {"status": status, "reasons": ["the host ran other work"]
+                                                                           if status == "suspect" else []}}
+        dst = raw / f"local/kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k-mixed/rep-{rep}.json"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(json.dumps(doc))
+    for mode, n_rows in (("mark", 2), ("exclude", 1)):
+        out = tmp_path / f"derived-{mode}"
+        assert ingest.main(["--raw", str(raw), "--out", str(out), "--suspect", mode]) == 0
+        import polars as pl
+        runs = pl.read_parquet(out / "runs.parquet").sort("repetition")
+        assert runs.height == n_rows
+        assert runs["validity"].to_list()[0] == "ok" and runs["testbed_label"].to_list()[0] == "local"
+        if mode == "mark":
+            assert runs["testbed_label"].to_list()[1] == "local (suspect)"
+            assert runs["validity_reasons"].to_list()[1] == "the host ran other work"
+        v = json.loads((out / "validity.json").read_text())
+        assert (v["mode"], v["suspect"], v["excluded"]) == (mode, 1, 1 if mode == "exclude" else 0)
+        assert v["runs"][0]["path"].endswith("rep-2.json")

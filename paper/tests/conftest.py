@@ -30,7 +30,7 @@ FAKE_VARIABLES = {
     "published": {"files": 124, "distinct_files": 100, "repo": "example/omb", "commit": "0123abc",
                   "testbed": "aws i3en.2xlarge (study 000)"},
     "claims": {"total": 10, "matched": 7, "differ": 2, "no_data": 1, "ambiguous": 3, "matched_pct": 78},
-    "local": {"runs": 0, "testbed": "ci"},
+    "local": {"runs": 0, "testbed": "ci", "suspect": 0, "suspect_excluded": 0, "suspect_mode": "mark"},
     "versions": {"kafka": "n/a", "pulsar": "n/a"},
     "testbed": {"cpu": "Fake CPU 9000", "cores": 2, "mem_gib": 24, "kernel": "6.1.0", "os": "Debian 12",
                 "disk_write_mbps": 812.5, "fsync_p99_ms": 4.08},

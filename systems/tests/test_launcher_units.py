@@ -193,3 +193,34 @@ def test_cli_missing_distribution(tmp_path):
 def test_cli_verify_without_cluster(tmp_path):
     r = _cli("verify", "--dir", str(tmp_path))
     assert r.returncode == 2 and "no cluster.json" in r.stderr
+
+
+def test_capped_logs_keep_the_head_mark_the_cut_and_never_block_the_writer(tmp_path):
+    import subprocess
+    from systems import proc
+    log = tmp_path / "node.log"
+    # 3 MB written through a 64 KB cap: the writer finishes (the rest is drained, no EPIPE), the log holds the
+    # first 64 KB and one marker line
+    writer = ["python3", "-c", "import sys\nfor i in range(3000): sys.stdout.write('x' * 1023 + '\\n')\nprint('END')"]
+    r = subprocess.run(proc.capped(writer, log, 65536), capture_output=True, timeout=60)
+    assert r.returncode == 0
+    text = _settled(log, lambda t: t.endswith("discarded]\n"))
+    assert text.startswith("x" * 1023 + "\n")
+    assert text.endswith("[streambench: log capped at 65536 bytes; the rest was discarded]\n")
+    assert len(text) == 65536 + len("\n[streambench: log capped at 65536 bytes; the rest was discarded]\n")
+    assert "END" not in text
+    # under the cap: everything, no marker
+    small = tmp_path / "small.log"
+    r = subprocess.run(proc.capped(["python3", "-c", "print('hello')"], small, 65536), timeout=60)
+    assert r.returncode == 0 and _settled(small, lambda t: t == "hello\n") == "hello\n"
+
+
+def _settled(path, done, timeout=10.0):
+    """The log's text once the pipe's reader (asynchronous to the writer's exit) has written it."""
+    import time
+    t_end = time.monotonic() + timeout
+    while True:
+        text = path.read_text() if path.exists() else ""
+        if done(text) or time.monotonic() > t_end:
+            return text
+        time.sleep(0.05)
