@@ -14,6 +14,8 @@ from env import mavenlock
 from env.tests.support import ROOT, run
 
 FLAKE = (ROOT / "flake.nix").read_text()
+# env/shell's own environment (Debian + .venv); the flake's check runs the other tests in the Nix sandbox
+needs_env_shell = pytest.mark.skipif(not (ROOT / ".venv/bin/python").exists(), reason="no env/shell .venv here")
 
 
 def locked_versions():
@@ -22,6 +24,7 @@ def locked_versions():
 
 # --- Python --------------------------------------------------------------------------------------------
 
+@needs_env_shell
 def test_env_shell_runs_the_versions_uv_lock_names():
     r = run([str(ROOT / "env/shell"), "python", "-c",
              "import altair, polars, snakemake, importlib.metadata as m; "
@@ -31,6 +34,7 @@ def test_env_shell_runs_the_versions_uv_lock_names():
     assert r.stdout.split() == [lock["altair"], lock["polars"], lock["snakemake"], lock["polars-runtime-32"]]
 
 
+@needs_env_shell
 def test_the_venv_is_exactly_uv_lock():
     # uv compares every installed distribution with the lock (and the lock with pyproject.toml)
     r = run([str(ROOT / "env/uv"), "sync", "--locked", "--check"])
@@ -50,6 +54,7 @@ def test_flake_and_env_shell_read_one_python_lock():
     assert "python = pkgs.python311;" in FLAKE
 
 
+@needs_env_shell
 def test_uv_enforces_the_locks_hashes(tmp_path):
     """A wheel whose bytes differ from the lock's sha256 is refused (one small package, a changed hash)."""
     project = tmp_path / "p"
