@@ -1,10 +1,28 @@
 {
   description = "Kafka vs Pulsar at equal durability: the pinned toolchain, the broker distributions, the runner and the paper";
 
-  # One input; flake.lock pins it (rev + narHash from a public flake.lock, see README.md).
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+  # flake.lock pins every input (rev + narHash copied from public flake.lock files, see README.md).
+  inputs = {
+    nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+    # uv2nix reads uv.lock (the one Python lock, which env/shell installs with `uv sync`) file by file
+    pyproject-nix = {
+      url = "github:pyproject-nix/pyproject.nix";
+      inputs.nixpkgs.follows = "nixpkgs";
+    };
+    uv2nix = {
+      url = "github:pyproject-nix/uv2nix";
+      inputs.pyproject-nix.follows = "pyproject-nix";
+      inputs.nixpkgs.follows = "nixpkgs";
+    };
+    pyproject-build-systems = {
+      url = "github:pyproject-nix/build-system-pkgs";
+      inputs.pyproject-nix.follows = "pyproject-nix";
+      inputs.uv2nix.follows = "uv2nix";
+      inputs.nixpkgs.follows = "nixpkgs";
+    };
+  };
 
-  outputs = { self, nixpkgs }:
+  outputs = { self, nixpkgs, pyproject-nix, uv2nix, pyproject-build-systems }:
     let
       lib = nixpkgs.lib;
       systems = [ "x86_64-linux" "aarch64-linux" ];
@@ -18,20 +36,36 @@
             !(builtins.elem base [ ".venv" ".cache" ".snakemake" "target" "result" "__pycache__" ]);
       };
 
-      # Python side of the toolchain: the names of env/requirements.in (versions come from nixpkgs here).
-      pythonFor = pkgs: pkgs.python3.withPackages (ps: with ps; [
-        pyyaml
-        jsonschema
-        polars
-        altair
-        vl-convert-python
-        ipykernel
-        jupytext
-        nbclient
-        nbformat
-        pytest
-        pytest-timeout
-      ]);
+      # Python: the wheels of uv.lock (the file env/shell installs with `uv sync --locked`), each fetched by
+      # its URL and sha256; only the interpreter comes from nixpkgs (3.11, as on Debian 12).
+      workspace = uv2nix.lib.workspace.loadWorkspace { workspaceRoot = ./.; };
+      pythonSetFor = pkgs:
+        (pkgs.callPackage pyproject-nix.build.packages { python = pkgs.python311; }).overrideScope
+          (lib.composeManyExtensions [
+            pyproject-build-systems.overlays.default
+            (workspace.mkPyprojectOverlay { sourcePreference = "wheel"; })
+          ]);
+      pythonFor = pkgs: (pythonSetFor pkgs).mkVirtualEnv "streambench-env" workspace.deps.default;
+
+      # Maven: env/maven-lock.json (written by `python -m env.mavenlock write`, checked by env/shell) lists
+      # every jar, pom and tarball the build and the broker distributions read; one fixed-output fetch per
+      # file makes the offline repository, and the versions of the ranges the build resolved become the
+      # repository's metadata. No placeholder hash, no hash over a whole download.
+      mavenLock = builtins.fromJSON (builtins.readFile ./env/maven-lock.json);
+      mavenRepoFor = pkgs: pkgs.linkFarm "streambench-m2" (
+        map (a: { name = a.path; path = pkgs.fetchurl { inherit (a) url sha256; }; }) mavenLock.artifacts
+        ++ map
+          (m: {
+            name = "${m.path}/maven-metadata-central.xml";
+            path = pkgs.writeText "maven-metadata.xml" ''
+              <?xml version="1.0" encoding="UTF-8"?>
+              <metadata><groupId>${m.groupId}</groupId><artifactId>${m.artifactId}</artifactId><versioning><versions>${
+                lib.concatMapStrings (v: "<version>${v}</version>") m.versions
+              }</versions></versioning></metadata>
+            '';
+          })
+          mavenLock.metadata
+      );
 
       # Exports the environment of CONTRIBUTING.md, as env/shell does.
       shellHook = ''
@@ -42,24 +76,26 @@
         # `snakemake --profile NAME` finds env/profiles/NAME through <XDG_CONFIG_DIRS[0]>/snakemake
         export XDG_CONFIG_DIRS="$STREAMBENCH_ROOT/env/xdg:''${XDG_CONFIG_DIRS:-/etc/xdg}"
         export QUARTO_PYTHON="$(command -v python3)"
+        # the date generated files record (the paper's PDF): the last commit's, as in env/shell
+        export SOURCE_DATE_EPOCH="''${SOURCE_DATE_EPOCH:-$(git -C "$STREAMBENCH_ROOT" log -1 --format=%ct 2>/dev/null || echo 0)}"
       '';
 
-      # The Maven modules, built from the root pom (versions live there only).
-      # mvnHash: the hash of the fixed-output dependency download. It can only be computed by a Nix build
-      # with network access (nix build .#<name> prints the real value on the first, failing try); the
-      # machines this artifact was written on have no Nix store, so it is lib.fakeHash until someone with
-      # Nix runs that build and pastes the printed hash here. It is NOT a real pin yet.
-      mavenModule = pkgs: { pname, module, mvnHash ? lib.fakeHash }:
-        pkgs.maven.buildMavenPackage {
-          inherit pname src mvnHash;
+      # A Maven step run offline on the locked repository (a writable copy: Maven records what it resolved).
+      mavenStep = pkgs: { pname, mvnArgs, install }:
+        pkgs.stdenvNoCC.mkDerivation {
+          inherit pname src;
           version = "0.1.0";
-          mvnJdk = pkgs.jdk17;
-          mvnParameters = "-pl ${module} -am -DskipTests";
+          nativeBuildInputs = [ pkgs.maven pkgs.jdk17 ];
+          buildPhase = ''
+            runHook preBuild
+            export HOME=$TMPDIR
+            cp -rL ${mavenRepoFor pkgs} $TMPDIR/m2 && chmod -R u+w $TMPDIR/m2
+            mvn -B -o -Dstyle.color=never -Dmaven.repo.local=$TMPDIR/m2 ${mvnArgs}
+            runHook postBuild
+          '';
           installPhase = ''
             runHook preInstall
-            mkdir -p $out/share/streambench/${module}
-            cp -r ${module}/target/. $out/share/streambench/${module}/
-            if [ -d ${module}/bin ]; then cp -r ${module}/bin $out/share/streambench/${module}/bin; fi
+            ${install}
             runHook postInstall
           '';
         };
@@ -69,7 +105,6 @@
         default = pkgs.mkShell {
           packages = with pkgs; [
             (pythonFor pkgs)
-            snakemake
             jdk17
             maven
             fio
@@ -87,9 +122,22 @@
       });
 
       packages = forAllSystems (pkgs: {
-        runner = mavenModule pkgs { pname = "streambench-runner"; module = "runner"; };
-        kafka-dist = mavenModule pkgs { pname = "streambench-kafka-dist"; module = "systems/kafka"; };
-        pulsar-dist = mavenModule pkgs { pname = "streambench-pulsar-dist"; module = "systems/pulsar"; };
+        # the same goals as env/test (runner) and `python -m systems prepare` (the distributions)
+        runner = mavenStep pkgs {
+          pname = "streambench-runner";
+          mvnArgs = "-f runner/pom.xml package -DskipTests";
+          install = "mkdir -p $out/share/streambench/runner && cp -r runner/target runner/bin $out/share/streambench/runner/";
+        };
+        kafka-dist = mavenStep pkgs {
+          pname = "streambench-kafka-dist";
+          mvnArgs = "-f systems/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$TMPDIR/kafka/libs";
+          install = "cp -r $TMPDIR/kafka $out";
+        };
+        pulsar-dist = mavenStep pkgs {
+          pname = "streambench-pulsar-dist";
+          mvnArgs = "-f systems/pulsar/pom.xml dependency:copy@fetch-dist -Dpulsar.dist.dir=$TMPDIR/dl";
+          install = "mkdir -p $out && tar -xzf $TMPDIR/dl/apache-pulsar-*-bin.tar.gz -C $out --strip-components=1";
+        };
         # The paper from the committed sources plus the figures and tables the DAG made
         # (paper/figures, paper/tables, paper/_variables.yml must be present in the source tree).
         paper = pkgs.stdenvNoCC.mkDerivation {
@@ -113,7 +161,7 @@
         # The unit tests (integration tests start brokers; they run in env/test on a real machine).
         unit-tests = pkgs.runCommand "streambench-unit-tests"
           {
-            nativeBuildInputs = [ (pythonFor pkgs) pkgs.snakemake pkgs.git ];
+            nativeBuildInputs = [ (pythonFor pkgs) pkgs.git ];
           } ''
           cp -r ${src} source && chmod -R u+w source && cd source
           export HOME=$TMPDIR PYTHONPATH=$PWD:$PWD/hw-probes

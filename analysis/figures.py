@@ -17,6 +17,7 @@ import vl_convert as vlc
 
 from . import InputError, report
 from .labels import PUBLISHED_TESTBED_LABEL
+from .pdfstable import stable_pdf
 
 FIGURE_IDS = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
               "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
@@ -274,7 +275,7 @@ def render(d, ref, fid, out: Path, png_scale: float = 2.0):
     spec = print_spec(chart)
     out.mkdir(parents=True, exist_ok=True)
     blobs = {"svg": vlc.vegalite_to_svg(spec).encode(), "png": vlc.vegalite_to_png(spec, scale=png_scale),
-             "pdf": vlc.vegalite_to_pdf(spec),
+             "pdf": stable_pdf(vlc.vegalite_to_pdf(spec)),  # vl-convert's object order changes per process
              "json": json.dumps({"id": fid, "caption": caption, "alt": alt_text}, ensure_ascii=False, indent=1).encode()}
     for ext, data in blobs.items():
         p = out / f"{fid}.{ext}"

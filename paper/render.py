@@ -357,6 +357,19 @@ def _run(cmd: list[str], what: str) -> None:
         raise RenderError(f"{what} failed (exit {p.returncode}): {last}")
 
 
+def source_date_epoch(paper: Path) -> int:
+    """The date the PDF records (byte-identical reruns): $SOURCE_DATE_EPOCH (env/shell and the flake set it to
+    the last commit's time), else the last commit's time, else 0."""
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not value:
+        p = subprocess.run(["git", "-C", str(paper), "log", "-1", "--format=%ct"], capture_output=True, text=True)
+        value = p.stdout.strip() if p.returncode == 0 else ""
+    try:
+        return int(value or 0)
+    except ValueError:
+        raise RenderError(f"SOURCE_DATE_EPOCH: '{value}' is not a number of seconds") from None
+
+
 def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
     varfile = paper / "_variables.yml"
     md = expand(paper / MAIN, load_variables(varfile), varfile)
@@ -382,7 +395,7 @@ def render_pandoc(paper: Path, out_dir: Path) -> dict[str, Path]:
               *(f"--include-in-header={h}" for h in settings.typst_headers), f"--output={typ}"], "pandoc (typst)")
         import typst
         try:
-            typst.compile(str(typ), output=str(pdf_tmp), root=str(paper))
+            typst.compile(str(typ), output=str(pdf_tmp), root=str(paper), timestamp=source_date_epoch(paper))
         except Exception as e:  # typst.TypstError and friends
             raise RenderError(f"typst compile of {_rel(typ)} failed: {str(e).splitlines()[0]}") from None
         outputs = {"html": out_dir / f"{OUT_NAME}.html", "pdf": out_dir / f"{OUT_NAME}.pdf"}

@@ -1,5 +1,6 @@
 """env/shell: idempotent set-up (judged by its stamps, not by time), the exported environment, OS check."""
 
+import glob
 import os
 
 import pytest
@@ -13,7 +14,7 @@ CACHE = os.environ.get("STREAMBENCH_CACHE", str(ROOT / ".cache"))
 def stamp_state():
     """mtime of every file the set-up writes when it does work."""
     paths = [ROOT / ".venv/.streambench-lock", ROOT / ".venv/bin/python",
-             os.path.join(CACHE, "stamps/maven"), os.path.join(CACHE, "cargo/.crates.toml")]
+             *glob.glob(os.path.join(CACHE, "stamps/maven-*")), os.path.join(CACHE, "cargo/.crates.toml")]
     return {str(p): os.stat(p).st_mtime_ns for p in paths if os.path.exists(p)}
 
 

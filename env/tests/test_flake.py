@@ -36,7 +36,8 @@ def nix_base32_decode(text: str) -> bytes:
 def test_lock_pins_nixpkgs_to_the_public_revision():
     lock = json.loads((ROOT / "flake.lock").read_text())
     assert lock["version"] == 7 and lock["root"] == "root"
-    assert lock["nodes"]["root"]["inputs"] == {"nixpkgs": "nixpkgs"}
+    assert lock["nodes"]["root"]["inputs"] == {"nixpkgs": "nixpkgs", "pyproject-build-systems": "pyproject-build-systems",
+                                               "pyproject-nix": "pyproject-nix", "uv2nix": "uv2nix"}
     node = lock["nodes"]["nixpkgs"]
     assert node["locked"] == {
         "lastModified": 1770115704, "narHash": NAR_HASH, "owner": "NixOS",
@@ -47,7 +48,7 @@ def test_lock_pins_nixpkgs_to_the_public_revision():
 
 def test_flake_input_matches_the_lock():
     text = (ROOT / "flake.nix").read_text()
-    assert re.search(r'inputs\.nixpkgs\.url = "github:NixOS/nixpkgs/nixos-unstable";', text)
+    assert re.search(r'\n    nixpkgs\.url = "github:NixOS/nixpkgs/nixos-unstable";', text)
 
 
 def test_nar_hash_agrees_with_the_prefetch_hash_of_a_second_source():
@@ -74,3 +75,73 @@ def test_flake_nix_parses():
                        timeout=60, env={"NIX_CONFIG": "build-users-group =", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert "nixpkgs" in r.stdout
+
+
+# uv2nix and its two companions, as pinned by DiagNet/DiagNet's flake.lock at commit f726af4d (a public lock
+# that resolves the same three inputs with the same follows); copied, never computed here
+PYTHON_INPUTS = {
+    "pyproject-nix": ("pyproject.nix", "2c8df1383b32e5443c921f61224b198a2282a657", 1764134915,
+                      "sha256-xaKvtPx6YAnA3HQVp5LwyYG1MaN4LLehpQI8xEdBvBY=", {"nixpkgs": ["nixpkgs"]}),
+    "uv2nix": ("uv2nix", "8a1d20ad536b12d37ff4ab97007c8b97910e38be", 1764657344,
+               "sha256-xzxeus0SIuokp1u7kZq2nLuhAQ2BK0TbeSp2SnZr5bo=",
+               {"nixpkgs": ["nixpkgs"], "pyproject-nix": ["pyproject-nix"]}),
+    "pyproject-build-systems": ("build-system-pkgs", "042904167604c681a090c07eb6967b4dd4dae88c", 1763662255,
+                                "sha256-4bocaOyLa3AfiS8KrWjZQYu+IAta05u3gYZzZ6zXbT0=",
+                                {"nixpkgs": ["nixpkgs"], "pyproject-nix": ["pyproject-nix"], "uv2nix": ["uv2nix"]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON_INPUTS))
+def test_lock_pins_the_python_inputs_to_public_revisions(name):
+    repo, rev, modified, nar, inputs = PYTHON_INPUTS[name]
+    node = json.loads((ROOT / "flake.lock").read_text())["nodes"][name]
+    assert node == {"inputs": inputs,
+                    "locked": {"lastModified": modified, "narHash": nar, "owner": "pyproject-nix", "repo": repo,
+                               "rev": rev, "type": "github"},
+                    "original": {"owner": "pyproject-nix", "repo": repo, "type": "github"}}
+
+
+def test_flake_inputs_follow_as_the_lock_says():
+    text = (ROOT / "flake.nix").read_text()
+    for name, (repo, *_rest, inputs) in PYTHON_INPUTS.items():
+        block = re.search(name + r" = \{(.*?)\n    \};", text, re.S)
+        assert block, f"flake.nix: no input {name}"
+        assert f'url = "github:pyproject-nix/{repo}";' in block.group(1)
+        for follows in inputs:
+            assert f'inputs.{follows}.follows = "{follows}";' in block.group(1), (name, follows)
+
+
+def nixpkgs_attrs():
+    """(names the flake may use, alias names it must not) from env/nixpkgs-attrs.txt."""
+    names, aliases = set(), set()
+    section = names
+    for line in (ROOT / "env/nixpkgs-attrs.txt").read_text().splitlines():
+        if line.strip() == "# aliases":
+            section = aliases
+        elif line and not line.startswith("#"):
+            section.add(line.split()[0])
+    return names, aliases
+
+
+def flake_attrs(text: str) -> set[str]:
+    """Every nixpkgs attribute flake.nix names: pkgs.X, and the bare names of `with pkgs; [ ... ]` lists."""
+    used = set(re.findall(r"(?<![\w.-])pkgs\.([A-Za-z_][\w-]*)", text))
+    for block in re.findall(r"with pkgs; \[(.*?)\];", text, re.S):
+        block = re.sub(r"\([^()]*\)", " ", block)  # (pythonFor pkgs) and the like are not attributes
+        used |= set(re.findall(r"(?<![\w.-])([A-Za-z_][\w-]*)", block))
+    return used
+
+
+def test_flake_uses_only_attributes_spelled_as_nixpkgs_spells_them():
+    names, aliases = nixpkgs_attrs()
+    used = flake_attrs((ROOT / "flake.nix").read_text())
+    assert "poppler-utils" in used and "python311" in used and "jdk17" in used
+    assert not used & aliases, f"flake.nix uses nixpkgs aliases: {sorted(used & aliases)}"
+    assert used <= names, f"flake.nix uses attributes not in env/nixpkgs-attrs.txt: {sorted(used - names)}"
+
+
+def test_attribute_check_catches_a_removed_spelling():
+    names, aliases = nixpkgs_attrs()
+    used = flake_attrs("packages = with pkgs; [ (pythonFor pkgs) poppler_utils fio ];\n x = pkgs.typst;")
+    assert used == {"poppler_utils", "fio", "typst"}
+    assert used & aliases == {"poppler_utils"}
