@@ -93,7 +93,8 @@ def main(argv=None) -> int:
         if not args.run_id and not aws.get("run_id") and not provision.RUN_ID_FILE.is_file():
             raise AwsError(f"{provision.RUN_ID_FILE.relative_to(ROOT)}: not found and no --run-id given: no run to tear down")
         if args.cmd == "leftovers":
-            left = provision.leftovers(plan.check_credentials(aws["region"]), rid, args.fleet)
+            left = provision.leftovers(plan.check_credentials(aws["region"]), rid, args.fleet,
+                                      provision.uses_placement(aws))
             for kind, ids in left.items():
                 print(f"{kind}: {', '.join(ids)}")
             return 1 if left else 0

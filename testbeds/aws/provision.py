@@ -8,6 +8,7 @@ type again and fails if anything tagged with the run is left.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -164,7 +165,8 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
     }
     # servers format their instance-store disks; clients only get the maximum lifetime
     for h in variables["hosts"]:
-        h["user_data"] = user_data(fleet, h["role"], aws["max_lifetime_hours"])
+        # base64, so that Ansible does not read the script's ${#...} as a Jinja comment
+        h["user_data_b64"] = base64.b64encode(user_data(fleet, h["role"], aws["max_lifetime_hours"]).encode()).decode()
     with tempfile.TemporaryDirectory(prefix="sb-aws-out-") as tmp:
         variables["out"] = str(Path(tmp) / "made.json")
         try:
@@ -238,7 +240,14 @@ def make_inventory(fleet: plan.Fleet, rid: str, made: dict, key: Path, aws: dict
 
 
 # ------------------------------------------------------------------------------------------- down
-def leftovers(session, rid: str, fleet: str | None = None) -> dict[str, list[str]]:
+def uses_placement(aws: dict) -> bool:
+    """Whether any fleet of the instances file has a placement group (moto's server has no placement-group API,
+    so they are only looked up when a fleet can have made one)."""
+    fleets, _ = plan.load_fleets(aws["instances_file"])
+    return any(f.placement for f in fleets.values())
+
+
+def leftovers(session, rid: str, fleet: str | None = None, placement: bool = False) -> dict[str, list[str]]:
     """Every resource of every type the bring-up makes that still carries the run's tag (by name for placement groups)."""
     ec2 = session.client("ec2")
     filters = [{"Name": f"tag:{TAG_RUN}", "Values": [rid]}]
@@ -250,8 +259,9 @@ def leftovers(session, rid: str, fleet: str | None = None) -> dict[str, list[str
         for i in r["Instances"]]
     out["key pairs"] = [k["KeyName"] for k in ec2.describe_key_pairs(Filters=filters)["KeyPairs"]]
     pattern = re.compile(rf"^sb-{re.escape(rid)}-{re.escape(fleet) if fleet else 's[0-9]{3}'}$")
-    out["placement groups"] = [g["GroupName"] for g in ec2.describe_placement_groups()["PlacementGroups"]
-                               if pattern.match(g["GroupName"]) and g.get("State") != "deleted"]
+    if placement:
+        out["placement groups"] = [g["GroupName"] for g in ec2.describe_placement_groups()["PlacementGroups"]
+                                   if pattern.match(g["GroupName"]) and g.get("State") != "deleted"]
     out["security groups"] = [g["GroupId"] for g in ec2.describe_security_groups(Filters=filters)["SecurityGroups"]]
     out["subnets"] = [s["SubnetId"] for s in ec2.describe_subnets(Filters=filters)["Subnets"]]
     out["route tables"] = [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=filters)["RouteTables"]]
@@ -264,11 +274,13 @@ def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None) -> 
     """Remove everything tagged with the run (and fleet); returns what was there before. Safe to re-run."""
     aws = config_or_aws.get("aws", config_or_aws)
     session = plan.check_credentials(aws["region"])
-    before = leftovers(session, rid, fleet)
+    placement = uses_placement(aws)
+    before = leftovers(session, rid, fleet, placement)
     if before:
-        _ansible("down.yml", {"run_id": rid, "region": aws["region"], "fleet": fleet or ""}, log)
+        _ansible("down.yml", {"run_id": rid, "region": aws["region"], "fleet": fleet or "",
+                              "placement_groups": placement}, log)
     for attempt in range(6):
-        left = leftovers(session, rid, fleet)
+        left = leftovers(session, rid, fleet, placement)
         if not left:
             return before
         time.sleep(min(5 * (attempt + 1), 20))
