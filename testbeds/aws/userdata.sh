@@ -9,6 +9,7 @@
 set -euo pipefail
 SYSFS=${SB_SYSFS:-/sys}
 run() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ $*"; else "$@"; fi; }
+append() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ append to $1: $2"; else echo "$2" >> "$1"; fi; }
 
 if [ -z "${SB_DRYRUN:-}" ]; then
   systemd-run --unit=streambench-max-lifetime --on-active=@MAX_LIFETIME_MINUTES@m /bin/systemctl poweroff --force \
@@ -38,7 +39,7 @@ for i in $(seq 1 "$WANT"); do
   run mkfs.xfs -f "$dev"
   run mkdir -p "$mnt"
   run mount -o noatime "$dev" "$mnt"
-  echo "$dev $mnt xfs noatime,nofail 0 2" | run tee -a /etc/fstab >/dev/null
+  append /etc/fstab "$dev $mnt xfs noatime,nofail 0 2"
   size=$(( $(cat "$SYSFS/block/${disks[$((i - 1))]}/size") * 512 ))
   json+="{\"device\": \"$dev\", \"model\": \"Amazon EC2 NVMe Instance Storage\", \"mount\": \"$mnt\", \"filesystem\": \"xfs\", \"sizeBytes\": $size},"
 done
