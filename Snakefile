@@ -41,19 +41,27 @@ config.update(_checked)
 ALL_TARGETS = []
 
 
+# What a testbed adds to each benchmark run (workloads/rules.smk): input files (its inventory) and runner
+# arguments. Loopback testbeds add nothing; testbeds/aws/rules.smk redefines both.
+def TESTBED_RUN_INPUTS(run):
+    return []
+
+
+def TESTBED_RUN_ARGS(run):
+    return ""
+
+
 include: "hw-probes/rules.smk"
 include: "systems/rules.smk"
 include: "workloads/rules.smk"
+include: "testbeds/aws/rules.smk"
 include: "analysis/rules.smk"
 include: "paper/rules.smk"
 
 
 onstart:
     if config["testbed"] == "aws":
-        raise WorkflowError(
-            "testbed aws: provisioning hosts with OpenTofu/Ansible is not implemented yet; "
-            "dry-runs work, real runs need --profile local (or ci)"
-        )
+        _aws_gate()  # testbeds/aws/rules.smk: cost estimate, aws.confirm, credentials, before anything is created
 
 
 rule all:

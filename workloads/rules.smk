@@ -79,6 +79,7 @@ rule benchmark_run:
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,
+        testbed=lambda wc: TESTBED_RUN_INPUTS(_wl_run(wc)),  # e.g. the aws fleet's inventory (Snakefile)
     output:
         status=f"{WL_RUNS_DIR}/status/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.json",
     log:
@@ -98,13 +99,14 @@ rule benchmark_run:
         testbed=WL_TESTBED,
         scale=WL_SCALE,
         limits=WL_LIMITS,
+        testbed_args=lambda wc: TESTBED_RUN_ARGS(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
         cluster=1,
     shell:
         "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver}"
-        " {params.args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
+        " {params.args} {params.testbed_args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
 
 
 rule benchmarks:

@@ -74,13 +74,6 @@ def test_a_real_run_with_the_local_profile_makes_the_target(workflow_copy):
     assert (workflow_copy / "made-by-rule.txt").read_text() == "made\n"
 
 
-def test_a_real_run_with_the_aws_profile_fails_loudly_before_any_job(workflow_copy):
-    r = run([*SNAKEMAKE, "--profile", "aws", "all"], cwd=workflow_copy, env=xdg_env(workflow_copy))
-    assert r.returncode != 0
-    assert "testbed aws: provisioning hosts with OpenTofu/Ansible is not implemented yet" in r.stderr
-    assert not (workflow_copy / "made-by-rule.txt").exists()
-
-
 def test_a_spawned_run_job_sees_the_nested_profile_values_with_their_types(workflow_copy):
     # a `run:` block is executed by a Snakemake subprocess that receives the config through --config
     (workflow_copy / "paper" / "rules.smk").write_text(

@@ -1,0 +1,288 @@
+"""Bring one fleet of an AWS run up (up.yml) and tear a run down (down.yml), with the checks around them.
+
+`up` checks everything it can before anything is created (config, files, prices, credentials, confirm, the
+instance types offered in the region), runs up.yml, and turns what it made into an inventory in the format of
+testbeds/inventory.schema.json. If up.yml fails, everything the run's tag carries in that fleet is torn down
+before the error is raised. `down` runs down.yml (found by tag, so safe to re-run), then lists every resource
+type again and fails if anything tagged with the run is left.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jsonschema
+
+from testbeds.aws import plan
+from testbeds.aws.plan import ROOT, AwsError
+
+HERE = Path(__file__).resolve().parent
+INVENTORY_SCHEMA = ROOT / "testbeds" / "inventory.schema.json"
+TAG_RUN = "streambench:run"
+TAG_FLEET = "streambench:fleet"
+RUN_ID_FILE = ROOT / "data" / "runs" / "aws" / "run-id"
+
+
+# ------------------------------------------------------------------------------------------- run id, keys
+def new_run_id() -> str:
+    return f"sb{datetime.now(timezone.utc):%Y%m%d}-{secrets.token_hex(3)}"
+
+
+def run_id(aws: dict, create: bool) -> str:
+    """config aws.run_id, else the one kept in data/runs/aws/run-id (made and kept when `create`)."""
+    if aws.get("run_id"):
+        return aws["run_id"]
+    if RUN_ID_FILE.is_file():
+        return RUN_ID_FILE.read_text().strip()
+    rid = new_run_id()
+    if create:
+        RUN_ID_FILE.parent.mkdir(parents=True, exist_ok=True)
+        RUN_ID_FILE.write_text(rid + "\n")
+    return rid
+
+
+def key_dir(rid: str) -> Path:
+    cache = Path(os.environ.get("STREAMBENCH_CACHE", ROOT / ".cache"))
+    return cache / "aws" / rid
+
+
+def ensure_key(rid: str) -> Path:
+    """An ed25519 key made for this run under .cache/aws/<run>/ (never committed); returns the private key."""
+    d = key_dir(rid)
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = d / "id_ed25519"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"streambench-{rid}", "-f", str(key)],
+                       check=True)
+    return key
+
+
+def caller_cidr(aws: dict) -> str:
+    if aws.get("ssh_cidr"):
+        return aws["ssh_cidr"]
+    try:
+        with urllib.request.urlopen("https://checkip.amazonaws.com", timeout=10) as r:
+            ip = r.read().decode().strip()
+    except OSError as exc:
+        raise AwsError(f"config aws.ssh_cidr: null, and the caller's address could not be asked ({exc}); set it") from None
+    if not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", ip):
+        raise AwsError(f"config aws.ssh_cidr: null, and checkip.amazonaws.com answered '{ip[:40]}'; set it")
+    return f"{ip}/32"
+
+
+# ------------------------------------------------------------------------------------------- user data
+def user_data(fleet: plan.Fleet, role: str, max_lifetime_hours: float) -> str:
+    text = (HERE / "userdata.sh").read_text()
+    disks = fleet.disks if role == "server" else 0
+    roles = " ".join(f"{r}={n}" for r, n in sorted(fleet.disk_roles.items())) if role == "server" else ""
+    return (text.replace("@MAX_LIFETIME_MINUTES@", str(int(max_lifetime_hours * 60)))
+            .replace("@DISKS@", str(disks)).replace("@ROLES@", roles))
+
+
+# ------------------------------------------------------------------------------------------- ansible
+def _ansible(playbook: str, variables: dict, log: Path) -> None:
+    """Run a playbook of this folder on localhost; a failure is one line with the failing task's message."""
+    env = dict(os.environ, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="False",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="False", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False",
+               ANSIBLE_LOCAL_TEMP=str(Path(tempfile.gettempdir()) / "streambench-ansible"))
+    bindir = Path(sys.executable).parent
+    exe = str(bindir / "ansible-playbook") if (bindir / "ansible-playbook").exists() else "ansible-playbook"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sb-aws-") as tmp:
+        vars_file = Path(tmp) / "vars.json"
+        vars_file.write_text(json.dumps(variables))
+        vars_file.chmod(0o600)
+        with open(log, "a") as fh:
+            fh.write(f"--- {datetime.now(timezone.utc).isoformat()} {playbook}\n")
+            fh.flush()
+            r = subprocess.run([exe, "-i", "localhost,", "-c", "local", str(HERE / playbook), "-e", f"@{vars_file}"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            fh.write(r.stdout)
+    if r.returncode != 0:
+        msg = "see the log"
+        for line in r.stdout.splitlines():
+            if "FAILED!" in line or line.startswith("ERROR!"):
+                m = re.search(r'"msg": "((?:[^"\\]|\\.)*)"', line)
+                msg = (m.group(1) if m else line.strip())[:300]
+                break
+        raise AwsError(f"testbeds/aws/{playbook}: failed: {msg} (log: {log})")
+
+
+# ------------------------------------------------------------------------------------------- preflight
+def preflight(config: dict, fleet_names: list[str] | None = None, require_confirm: bool = True):
+    """Everything checked before anything is created; returns (by_fleet, rows, prices, session)."""
+    aws = config["aws"]
+    by_fleet, rows, prices = plan.plan_from_config(config)
+    if fleet_names is not None:
+        for name in fleet_names:
+            if name not in by_fleet:
+                raise AwsError(f"{aws['instances_file']}: fleets.{name}: not a fleet of the planned runs"
+                               f" (planned: {', '.join(sorted(by_fleet))})")
+        rows = [r for r in rows if r.fleet.name in fleet_names]
+    print(plan.format_estimate(rows, prices), file=sys.stderr)
+    plan.check_lifetime(rows, aws)
+    if require_confirm:
+        plan.check_confirm(aws)
+    session = plan.check_credentials(aws["region"])
+    ec2 = session.client("ec2")
+    wanted = sorted({t for r in rows for t in (r.fleet.servers.type, r.fleet.clients.type)})
+    try:
+        offered = {o["InstanceType"] for page in ec2.get_paginator("describe_instance_type_offerings").paginate(
+            Filters=[{"Name": "instance-type", "Values": wanted}]) for o in page["InstanceTypeOfferings"]}
+    except Exception as exc:  # botocore's errors: no credentials accepted, endpoint unreachable
+        raise AwsError(f"AWS API ({aws['region']}): {str(exc).splitlines()[0]}") from None
+    for t in wanted:
+        if t not in offered:
+            raise AwsError(f"{aws['instances_file']}: instance type {t} is not offered in region {aws['region']}")
+    return by_fleet, rows, prices, session
+
+
+# ------------------------------------------------------------------------------------------- up
+def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
+       facts_dir: Path | None = None, fail_after: str | None = None) -> dict:
+    aws = config["aws"]
+    _, rows, _, _ = preflight(config, [fleet_name])
+    fleet = rows[0].fleet
+    cidr = caller_cidr(aws)
+    key = ensure_key(rid)
+    net = aws["vpc_cidr"].split("/")[0].rsplit(".", 2)[0]
+    variables = {
+        "run_id": rid, "fleet": fleet.name, "region": aws["region"], "vpc_cidr": aws["vpc_cidr"],
+        "subnet_cidr": f"{net}.0.0/24", "ssh_cidr": cidr, "public_key": key.with_suffix(".pub").read_text().strip(),
+        "ami_owner": aws["ami_owner"], "ami_name": aws["ami_name"], "placement": fleet.placement,
+        "hosts": [{"name": n, "role": role, "type": t} for n, role, t in fleet.hosts],
+        "out": None, "fail_after": fail_after or "",
+    }
+    # servers format their instance-store disks; clients only get the maximum lifetime
+    for h in variables["hosts"]:
+        # base64, so that Ansible does not read the script's ${#...} as a Jinja comment
+        h["user_data_b64"] = base64.b64encode(user_data(fleet, h["role"], aws["max_lifetime_hours"]).encode()).decode()
+    with tempfile.TemporaryDirectory(prefix="sb-aws-out-") as tmp:
+        variables["out"] = str(Path(tmp) / "made.json")
+        try:
+            _ansible("up.yml", variables, log)
+        except AwsError:
+            try:
+                down(config, rid, log, fleet=fleet.name)
+            except AwsError as exc2:
+                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            raise
+        made = json.loads(Path(variables["out"]).read_text())
+    inventory = make_inventory(fleet, rid, made, key, aws)
+    inventory_out = Path(inventory_out)
+    inventory_out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = inventory_out.with_suffix(".tmp")
+    tmp_out.write_text(json.dumps(inventory, indent=2) + "\n")
+    tmp_out.replace(inventory_out)
+    if facts_dir is not None:
+        for host in inventory["hosts"]:
+            d = Path(facts_dir) / host["name"]
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "aws-instance.json").write_text(json.dumps(
+                {"probe": "aws-instance", "host": host["name"], "testbed": "aws", "run": rid, "fleet": fleet.name,
+                 "result": host["facts"]}, indent=2) + "\n")
+    return inventory
+
+
+def make_inventory(fleet: plan.Fleet, rid: str, made: dict, key: Path, aws: dict) -> dict:
+    by_name = {}
+    for inst in made["instances"]:
+        tags = inst.get("tags", {})
+        by_name[tags.get("Name")] = inst
+    hosts = []
+    for name, role, itype in fleet.hosts:
+        inst = by_name.get(name)
+        if inst is None:
+            raise AwsError(f"testbeds/aws/up.yml: instance {name} was not found after the bring-up")
+        host = {
+            "name": name, "roles": [role], "address": inst["private_ip_address"], "root": "/",
+            "dataDirs": ({r: f"/mnt/data-{n}/{r}" for r, n in fleet.disk_roles.items()} if role == "server"
+                         else {"log": "/opt/streambench/data"}),
+            "facts": {
+                "instanceType": inst["instance_type"],
+                "availabilityZone": inst["placement"]["availability_zone"],
+                "ami": inst["image_id"], "amiName": made.get("amiName"), "instanceId": inst["instance_id"],
+                "disks": [{"role": r, "mount": f"/mnt/data-{n}", "filesystem": "xfs",
+                           "model": "Amazon EC2 NVMe Instance Storage"} for r, n in sorted(fleet.disk_roles.items())]
+                if role == "server" else [],
+            },
+        }
+        if inst.get("public_ip_address"):
+            host["publicAddress"] = inst["public_ip_address"]
+        hosts.append(host)
+    inventory = {
+        "schemaVersion": 1, "testbed": "aws", "id": rid, "createdAt": datetime.now(timezone.utc).isoformat(),
+        "ssh": {"user": aws["ssh_user"], "port": 22, "privateKey": str(key),
+                "knownHosts": str(key.parent / "known_hosts"), "options": ["StrictHostKeyChecking=accept-new"]},
+        "hosts": hosts,
+        "network": {"region": aws["region"], "vpc": made["vpc"], "subnet": made["subnet"],
+                    "securityGroup": made["securityGroup"], "internetGateway": made["internetGateway"]},
+        "provider": {"region": aws["region"], "fleet": fleet.name, "study": fleet.study,
+                     "tags": {"project": "streambench", TAG_RUN: rid, TAG_FLEET: fleet.name},
+                     "keyName": made["keyName"], "placement": fleet.placement},
+    }
+    schema = json.loads(INVENTORY_SCHEMA.read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(inventory))
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path)
+        raise AwsError(f"{INVENTORY_SCHEMA.relative_to(ROOT)}: the inventory made for {fleet.name}: {where}: {errors[0].message}")
+    return inventory
+
+
+# ------------------------------------------------------------------------------------------- down
+def uses_placement(aws: dict) -> bool:
+    """Whether any fleet of the instances file has a placement group (moto's server has no placement-group API,
+    so they are only looked up when a fleet can have made one)."""
+    fleets, _ = plan.load_fleets(aws["instances_file"])
+    return any(f.placement for f in fleets.values())
+
+
+def leftovers(session, rid: str, fleet: str | None = None, placement: bool = False) -> dict[str, list[str]]:
+    """Every resource of every type the bring-up makes that still carries the run's tag (by name for placement groups)."""
+    ec2 = session.client("ec2")
+    filters = [{"Name": f"tag:{TAG_RUN}", "Values": [rid]}]
+    if fleet:
+        filters.append({"Name": f"tag:{TAG_FLEET}", "Values": [fleet]})
+    out: dict[str, list[str]] = {}
+    out["instances"] = [i["InstanceId"] for r in ec2.describe_instances(Filters=filters + [
+        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"]
+        for i in r["Instances"]]
+    out["key pairs"] = [k["KeyName"] for k in ec2.describe_key_pairs(Filters=filters)["KeyPairs"]]
+    pattern = re.compile(rf"^sb-{re.escape(rid)}-{re.escape(fleet) if fleet else 's[0-9]{3}'}$")
+    if placement:
+        out["placement groups"] = [g["GroupName"] for g in ec2.describe_placement_groups()["PlacementGroups"]
+                                   if pattern.match(g["GroupName"]) and g.get("State") != "deleted"]
+    out["security groups"] = [g["GroupId"] for g in ec2.describe_security_groups(Filters=filters)["SecurityGroups"]]
+    out["subnets"] = [s["SubnetId"] for s in ec2.describe_subnets(Filters=filters)["Subnets"]]
+    out["route tables"] = [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=filters)["RouteTables"]]
+    out["internet gateways"] = [g["InternetGatewayId"] for g in ec2.describe_internet_gateways(Filters=filters)["InternetGateways"]]
+    out["VPCs"] = [v["VpcId"] for v in ec2.describe_vpcs(Filters=filters)["Vpcs"]]
+    return {k: v for k, v in out.items() if v}
+
+
+def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None) -> dict[str, list[str]]:
+    """Remove everything tagged with the run (and fleet); returns what was there before. Safe to re-run."""
+    aws = config_or_aws.get("aws", config_or_aws)
+    session = plan.check_credentials(aws["region"])
+    placement = uses_placement(aws)
+    before = leftovers(session, rid, fleet, placement)
+    if before:
+        _ansible("down.yml", {"run_id": rid, "region": aws["region"], "fleet": fleet or "",
+                              "placement_groups": placement}, log)
+    for attempt in range(6):
+        left = leftovers(session, rid, fleet, placement)
+        if not left:
+            return before
+        time.sleep(min(5 * (attempt + 1), 20))
+    raise AwsError(f"aws down {rid}: still tagged after teardown: "
+                   + "; ".join(f"{k}: {', '.join(v)}" for k, v in left.items()))

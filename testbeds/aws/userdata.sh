@@ -1,0 +1,51 @@
+#!/bin/bash
+# User data of every streambench AWS instance (rendered by testbeds/aws/provision.py; runs once, as root, at boot).
+# 1. Maximum lifetime: power off after @MAX_LIFETIME_MINUTES@ minutes. The instance is started with
+#    instance-initiated shutdown = terminate, so powering off terminates it: a lost controller leaves no bill.
+# 2. The instance-store NVMe disks, found by model ("Amazon EC2 NVMe Instance Storage", never by device name),
+#    ordered by PCI address, formatted xfs, mounted noatime at /mnt/data-<n>; one directory per role inside:
+#    @ROLES@. What was found is written to /etc/streambench/disks.json (read back by the host probe).
+# SB_SYSFS, SB_DRYRUN: the tests run the disk discovery against a made-up sysfs tree and only print the commands.
+set -euo pipefail
+SYSFS=${SB_SYSFS:-/sys}
+run() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ $*"; else "$@"; fi; }
+append() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ append to $1: $2"; else echo "$2" >> "$1"; fi; }
+
+if [ -z "${SB_DRYRUN:-}" ]; then
+  systemd-run --unit=streambench-max-lifetime --on-active=@MAX_LIFETIME_MINUTES@m /bin/systemctl poweroff --force \
+    || shutdown -h +@MAX_LIFETIME_MINUTES@ "streambench: maximum lifetime reached"
+else
+  echo "+ poweroff after @MAX_LIFETIME_MINUTES@ minutes"
+fi
+
+WANT=@DISKS@
+disks=()
+while read -r pci name; do disks+=("$name"); done < <(
+  for dev in "$SYSFS"/block/nvme*n1; do
+    [ -e "$dev/device/model" ] || continue
+    model=$(sed 's/[[:space:]]*$//' "$dev/device/model")
+    [ "$model" = "Amazon EC2 NVMe Instance Storage" ] || continue
+    echo "$(readlink -f "$dev/device" | sed 's#.*/\([0-9a-f]*:[0-9a-f]*:[0-9a-f]*\.[0-9a-f]*\)/.*#\1#') $(basename "$dev")"
+  done | sort)
+if [ "${#disks[@]}" -lt "$WANT" ]; then
+  echo "streambench: found ${#disks[@]} instance-store NVMe disks, need $WANT" >&2
+  exit 1
+fi
+run mkdir -p /etc/streambench
+json="["
+for i in $(seq 1 "$WANT"); do
+  dev=/dev/${disks[$((i - 1))]}
+  mnt=/mnt/data-$i
+  run mkfs.xfs -f "$dev"
+  run mkdir -p "$mnt"
+  run mount -o noatime "$dev" "$mnt"
+  append /etc/fstab "$dev $mnt xfs noatime,nofail 0 2"
+  size=$(( $(cat "$SYSFS/block/${disks[$((i - 1))]}/size") * 512 ))
+  json+="{\"device\": \"$dev\", \"model\": \"Amazon EC2 NVMe Instance Storage\", \"mount\": \"$mnt\", \"filesystem\": \"xfs\", \"sizeBytes\": $size},"
+done
+for pair in @ROLES@; do
+  role=${pair%%=*}; n=${pair#*=}
+  run mkdir -p "/mnt/data-$n/$role"
+done
+json="${json%,}]"
+if [ -n "${SB_DRYRUN:-}" ]; then echo "$json"; else echo "$json" > /etc/streambench/disks.json; fi
