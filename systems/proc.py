@@ -143,8 +143,10 @@ def read_pid_records(rundir: Path) -> list[PidRecord]:
 
 # The node's stdout+stderr go through a pipe to a reader in the node's own process group: the first N bytes are
 # appended to the log, then a marker line, then the rest is read and discarded (the node never blocks or gets
-# EPIPE). bash execs the node after setting up the pipe, so the recorded pid is the node's own.
-_CAPPED = ('exec > >({ head -c "$1"; if [ "$(head -c 1 | wc -c)" -gt 0 ]; then'
+# EPIPE). bash execs the node after setting up the pipe, so the recorded pid is the node's own. The reader is
+# `head -c` unbuffered (stdbuf -o0: it writes every read at once); buffered, a start-up line ("Kafka Server started")
+# followed by silence would then never reach the log.
+_CAPPED = ('exec > >({ stdbuf -o0 head -c "$1"; if [ "$(head -c 1 | wc -c)" -gt 0 ]; then'
            ' printf "\\n[streambench: log capped at %s bytes; the rest was discarded]\\n" "$1"; exec cat >/dev/null; fi;'
            ' } >>"$2") 2>&1; shift 2; exec "$@"')
 

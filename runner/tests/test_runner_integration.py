@@ -23,6 +23,7 @@ TESTDATA = RUNNER / "testdata"
 DRIVERS = {"kafka": TESTDATA / "kafka-3node.yaml", "pulsar": TESTDATA / "pulsar-3bookie.yaml"}
 STEADY = TESTDATA / "1-topic-10-partitions-1kb-2k-20s.yaml"
 BACKLOG = TESTDATA / "backlog-10mb.yaml"
+DISCOVERY = TESTDATA / "discovery.yaml"
 
 OMB_KEYS = ["workload", "driver", "messageSize", "topics", "partitions", "producersPerTopic", "consumersPerTopic",
             "publishRate", "publishErrorRate", "consumeRate", "backlog"]
@@ -121,6 +122,26 @@ def test_steady_workload_yields_valid_result_with_clean_audit(cluster, tmp_path)
     assert sum(res["consumeRate"]) > 0
     assert "Pub rate" in p.stderr, "progress lines on stderr"
     assert not list(tmp_path.glob("*.tmp-*")), "no temp file left"
+
+
+@pytest.mark.integration
+def test_the_discovered_rate_held_for_the_measured_phase_keeps_the_backlog_bounded(cluster, tmp_path):
+    system, cj, cobj = cluster
+    out = tmp_path / "max.json"
+    p = omb_run(DISCOVERY, DRIVERS[system], out, cj, timeout=900)
+    assert p.returncode == 0, p.stderr[-4000:]
+    x = json.loads(out.read_text())["x-streambench"]
+    rd, mp = x["rateDiscovery"], x["measuredPhase"]
+    passed = [s["targetRate"] for s in rd["steps"] if s["pass"]]
+    assert passed, rd["steps"]
+    assert rd["settledRate"] == max(passed), "the measured phase runs at the highest accepted rate"
+    for s in rd["steps"]:
+        assert s["pass"] == (not s["reasons"]) and s["judgedSeconds"] == 2, s
+    # the rate discovery accepted is one the system sustains: held for 10 s, the consumers and the acks keep up
+    assert mp["targetRate"] == rd["settledRate"]
+    assert mp["backlogBounded"] is True and mp["inFlightBounded"] is True, mp
+    assert mp["rateMet"] is True and mp["sustained"] is True, mp
+    assert x["audit"]["lost"] == 0 and x["audit"]["duplicated"] == 0
 
 
 @pytest.mark.integration

@@ -209,6 +209,16 @@ def test_capped_logs_keep_the_head_mark_the_cut_and_never_block_the_writer(tmp_p
     assert text.endswith("[streambench: log capped at 65536 bytes; the rest was discarded]\n")
     assert len(text) == 65536 + len("\n[streambench: log capped at 65536 bytes; the rest was discarded]\n")
     assert "END" not in text
+    # a line reaches the log while the writer still runs and says nothing more (a start-up message the launcher
+    # waits for must not sit in a buffer)
+    live = tmp_path / "live.log"
+    p = subprocess.Popen(proc.capped(["python3", "-u", "-c", "print('Kafka Server started'); import time; time.sleep(30)"],
+                                     live, 65536))
+    try:
+        assert _settled(live, lambda t: "Kafka Server started" in t, timeout=10) == "Kafka Server started\n"
+    finally:
+        p.kill()
+        p.wait()
     # under the cap: everything, no marker
     small = tmp_path / "small.log"
     r = subprocess.run(proc.capped(["python3", "-c", "print('hello')"], small, 65536), timeout=60)
