@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -268,14 +269,27 @@ BUILDERS = {
 assert list(BUILDERS) == FIGURE_IDS
 
 
+_HIDDEN_TEXT = re.compile(r'<text\b[^>]*\sopacity="0"[^>]*>.*?</text>', re.S)
+
+
+def drop_hidden_text(svg: str) -> str:
+    """The SVG without the text Vega hid (axis labels its overlap rule removed are kept, at opacity 0).
+
+    Hidden words are still words to a PDF: they land in the paper's text layer (search, copy, screen
+    readers) and sit under the axis title that was placed as if they were gone."""
+    return _HIDDEN_TEXT.sub("", svg)
+
+
 def render(d, ref, fid, out: Path, png_scale: float = 2.0):
     if fid not in BUILDERS:
         raise InputError("--id", "id", f"unknown figure {fid!r}; known: {', '.join(FIGURE_IDS)}")
     chart, caption, alt_text = BUILDERS[fid](d, ref)
     spec = print_spec(chart)
     out.mkdir(parents=True, exist_ok=True)
-    blobs = {"svg": vlc.vegalite_to_svg(spec).encode(), "png": vlc.vegalite_to_png(spec, scale=png_scale),
-             "pdf": stable_pdf(vlc.vegalite_to_pdf(spec)),  # vl-convert's object order changes per process
+    svg = drop_hidden_text(vlc.vegalite_to_svg(spec))
+    # the PNG and the PDF are drawn from that SVG, so all three hold the same marks and the same words
+    blobs = {"svg": svg.encode(), "png": vlc.svg_to_png(svg, scale=png_scale),
+             "pdf": stable_pdf(vlc.svg_to_pdf(svg)),  # vl-convert's object order changes per process
              "json": json.dumps({"id": fid, "caption": caption, "alt": alt_text}, ensure_ascii=False, indent=1).encode()}
     for ext, data in blobs.items():
         p = out / f"{fid}.{ext}"

@@ -241,11 +241,27 @@ def overrides(
     if any(a in ("--config", "-C") or a.startswith("--config=") for a in args):
         return "command line", given
     files = values("--configfile", "--configfiles", many=True)
+    profiles = values("--profile") or ([environ["SNAKEMAKE_PROFILE"]] if environ.get("SNAKEMAKE_PROFILE") else [])
+    if files and profiles:
+        # a profile's `config:` is --config to Snakemake: it wins over every --configfile; both with their YAML types
+        label, section = _profile_config(profiles, given)
+        merged: dict = {}
+        for f in files:
+            data = load_yaml(Path(f), "--configfile")
+            if data is not None and not isinstance(data, dict):
+                raise ConfigError(f"config error: {_rel(f)}: (top level): expected a mapping, got {_json_type(data)}")
+            _update(merged, data or {})
+        _update(merged, section)
+        return f"{', '.join(_rel(f) for f in files)} + {label}", merged
     if files:
         return (_rel(files[-1]) if len(files) == 1 else "command line (--configfile)"), given
-    profiles = values("--profile") or ([environ["SNAKEMAKE_PROFILE"]] if environ.get("SNAKEMAKE_PROFILE") else [])
     if not profiles:
         return "command line", given
+    return _profile_config(profiles, given)
+
+
+def _profile_config(profiles: Sequence[str], given: Mapping) -> tuple[str, Any]:
+    """(label, mapping) of the `config:` of the last of these profiles that has one, read with its YAML types."""
     from snakemake.cli import get_profile_dir, parse_config
 
     # several --profile: later ones override the top-level keys of earlier ones, `config` among them

@@ -1,9 +1,9 @@
 """Byte-identical reruns: the published-only part of the DAG, twice, in two fresh copies; compare every output.
 
-    python -m env.rerun [--mirror DIR] [--keep DIR]
+    python -m env.rerun [--mirror DIR] [--confluent-mirror DIR] [--keep DIR]
 
 Each copy holds the repository's files (tracked and untracked, not ignored: `git ls-files`) and nothing it
-made before; Snakemake runs there with `--configfile env/published-only.yaml` (no probe, no cluster) every
+made before; Snakemake runs there with `--profile published` (no probe, no cluster) every
 analysis rule and the paper: the tidy tables, every figure (SVG, PNG, PDF, JSON), every table (CSV, MD),
 paper/_variables.yml and paper/_build/paper.{html,pdf}. Then the sha256 of every output file is compared
 and the first file that differs is named. Exit 0 when both runs made the same files with the same bytes.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -29,15 +30,23 @@ class RerunError(Exception):
     pass
 
 
-def default_mirror() -> Path | None:
-    """Where study 000's published files are: the configured mirror, else this checkout's download of them."""
+# the published files each study needs: config key under `published`, and where this checkout downloads them
+MIRRORS = {"mirror": "data/published/streamnative-2020", "confluent_mirror": "data/published/confluent-2020"}
+
+
+def default_mirrors() -> dict[str, Path | None]:
+    """Where the published files are, per `published` key: the configured mirror, else this checkout's download."""
     sys.path.insert(0, str(ROOT))
     from env import configcheck
-    checked = configcheck.check(("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)), [])
-    for candidate in (checked["published"].get("mirror"), "data/published/streamnative-2020"):
-        if candidate and (ROOT / candidate).is_dir():
-            return (ROOT / candidate).resolve()
-    return None
+    checked = configcheck.check(("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)), None)
+    found: dict[str, Path | None] = {}
+    for key, download in MIRRORS.items():
+        found[key] = None
+        for candidate in (checked["published"].get(key), download):
+            if candidate and (ROOT / candidate).is_dir():
+                found[key] = (ROOT / candidate).resolve()
+                break
+    return found
 
 
 def source_files(root: Path = ROOT) -> list[str]:
@@ -57,20 +66,20 @@ def make_copy(dest: Path, files: list[str]) -> None:
             shutil.copy2(src, target)
 
 
-def run_dag(copy: Path, mirror: Path, log: Path) -> None:
+def run_dag(copy: Path, mirrors: dict[str, Path], log: Path) -> None:
     conf = copy / ".rerun-config.yaml"
-    conf.write_text(f"published:\n  mirror: {mirror}\n")
+    conf.write_text("published:\n" + "".join(f"  {key}: {json.dumps(str(path))}\n" for key, path in mirrors.items()))
     env = dict(os.environ)
     env["PYTHONPATH"] = f"{copy}:{copy / 'hw-probes'}"
     env["XDG_CONFIG_DIRS"] = f"{copy / 'env' / 'xdg'}:{env.get('XDG_CONFIG_DIRS', '/etc/xdg')}"
     env["STREAMBENCH_ROOT"] = str(copy)
-    rules = subprocess.run(["snakemake", "--profile", "env/profiles/local", "--configfile", "env/published-only.yaml", str(conf),
+    rules = subprocess.run(["snakemake", "--profile", "env/profiles/published", "--configfile", str(conf),
                             "--list-rules"], cwd=copy, env=env, capture_output=True, text=True)
     if rules.returncode != 0:
         raise RerunError(f"snakemake --list-rules failed in {copy}: {(rules.stderr.strip().splitlines() or [''])[-1]}")
     targets = sorted(r for r in rules.stdout.split() if r.startswith("analysis_") or r == "paper")
     with open(log, "w") as lf:
-        r = subprocess.run(["snakemake", "--profile", "env/profiles/local", "--configfile", "env/published-only.yaml", str(conf),
+        r = subprocess.run(["snakemake", "--profile", "env/profiles/published", "--configfile", str(conf),
                             "--cores", "2", *targets], cwd=copy, env=env, stdout=lf, stderr=subprocess.STDOUT)
     if r.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-20:]
@@ -99,13 +108,13 @@ def compare(a: dict[str, str], b: dict[str, str]) -> str | None:
     return None
 
 
-def rerun(mirror: Path, work: Path) -> dict[str, str]:
+def rerun(mirrors: dict[str, Path], work: Path) -> dict[str, str]:
     files = source_files()
     runs = []
     for name in ("run-1", "run-2"):
         copy = work / name
         make_copy(copy, files)
-        run_dag(copy, mirror, work / f"{name}.log")
+        run_dag(copy, mirrors, work / f"{name}.log")
         runs.append(digests(copy))
     if not runs[0]:
         raise RerunError("the first run made no output files")
@@ -118,17 +127,21 @@ def rerun(mirror: Path, work: Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m env.rerun", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", type=Path, default=None, help="study 000's published files (default: the config's)")
+    ap.add_argument("--confluent-mirror", type=Path, default=None,
+                    help="the Confluent 2020 files study 000 answers (default: the config's)")
     ap.add_argument("--keep", type=Path, default=None, help="keep both copies under this directory")
     a = ap.parse_args(argv)
-    mirror = a.mirror or default_mirror()
-    if mirror is None:
-        print("env.rerun: error: no copy of study 000's published files (published.mirror); pass --mirror DIR",
-              file=sys.stderr)
-        return 2
+    mirrors = default_mirrors()
+    for key, given in (("mirror", a.mirror), ("confluent_mirror", a.confluent_mirror)):
+        mirrors[key] = given.resolve() if given else mirrors[key]
+        if mirrors[key] is None:
+            flag = "--" + key.replace("_", "-")
+            print(f"env.rerun: error: no copy of the published files of published.{key}; pass {flag} DIR", file=sys.stderr)
+            return 2
     work = a.keep or Path(tempfile.mkdtemp(prefix="streambench-rerun-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        out = rerun(mirror.resolve(), work)
+        out = rerun(mirrors, work)
         print(f"identical: {len(out)} files in two runs", file=sys.stderr)
         return 0
     except RerunError as e:

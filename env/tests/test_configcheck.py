@@ -194,6 +194,15 @@ class TestOverrideSource:
         label, data = overrides(["snakemake", "--configfile", "extra.yaml", "-n"], {"a": 1})
         assert (label, data) == ("extra.yaml", {"a": 1})
 
+    def test_configfile_with_a_profile_keeps_both_types_and_the_profile_wins(self, tmp_path):
+        profile = write(tmp_path / "p" / "config.yaml", {"config": {"analysis": {"with_runs": False}, "testbed": "local"}})
+        extra = write(tmp_path / "extra.yaml", {"published": {"mirror": "/m"}, "testbed": "ci", "analysis": {"x": 2}})
+        # Snakemake's own merge: the profile's nested value as a string
+        given = {"published": {"mirror": "/m"}, "testbed": "local", "analysis": {"with_runs": "False"}}
+        label, data = overrides(["snakemake", "--profile", str(profile.parent), "--configfile", str(extra)], given)
+        assert data == {"published": {"mirror": "/m"}, "testbed": "local", "analysis": {"x": 2, "with_runs": False}}
+        assert str(extra) in label and str(profile) in label
+
     def test_profile_config_of_the_wrong_shape(self, tmp_path):
         profile = write(tmp_path / "p" / "config.yaml", {"config": "testbed=ci"})
         with pytest.raises(ConfigError, match=r"config: expected a mapping or a list of key=value, got string$"):

@@ -90,10 +90,18 @@ def test_local_scale_covers_every_study_000_test_at_its_levels():
     doc = plan.load()
     runs = plan.expand(doc, CATALOG, "local")
     s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000"}
-    assert {e for r in runs for e in r.experiments} == s000
-    for exp_id in s000:
+    named = set(doc["scales"]["local"]["experiments"])
+    # every study-000 test, and exactly the experiments the scale names (studies 002 and 004 in part)
+    assert s000 <= named
+    assert {e for r in runs for e in r.experiments} == named
+    for exp_id in named:
         levels = set(doc["experiments"][exp_id]["levels"])
         assert {r.level for r in runs if exp_id in r.experiments} == levels, exp_id
+    # study 000 loses no workload here (only sweep points that scale onto a neighbour are skipped)
+    skipped = set(doc["scales"]["local"].get("skip_workloads", []))
+    for exp_id in s000:
+        ran = {r.base_workload for r in runs if exp_id in r.experiments}
+        assert ran | skipped >= set(doc["experiments"][exp_id]["workloads"]), exp_id
 
 
 def test_config_experiments_may_name_any_experiment_of_the_file():
