@@ -91,11 +91,13 @@ def plan_seconds(wl: dict) -> float:
 
 
 def deadline_seconds(wl: dict, limits: dict) -> int:
-    """The wall-clock bound of one runner invocation: factor x plan + margin, and every discovery retry on top."""
+    """The wall-clock bound of one runner invocation: factor x plan + margin, and every discovery retry and the
+    longest recovery after discovery on top."""
     s = limits["deadline_factor"] * plan_seconds(wl) + limits["deadline_margin_seconds"]
     if wl.get("producerRate", 0) == 0:
         d = _discovery(wl)
         s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
+        s += max(10, 2 * d["stepSeconds"])  # the runner's longest recovery between discovery and the measured phase
     return int(round(s))
 
 

@@ -139,6 +139,7 @@ def test_the_discovered_rate_held_for_the_measured_phase_keeps_the_backlog_bound
         assert s["pass"] == (not s["reasons"]) and s["judgedSeconds"] == 2, s
     # the rate discovery accepted is one the system sustains: held for 10 s, the consumers and the acks keep up
     assert mp["targetRate"] == rd["settledRate"]
+    assert rd["recoverySeconds"] >= 1, "the overload of the last failed step is paid off before the measured phase"
     assert mp["backlogBounded"] is True and mp["inFlightBounded"] is True, mp
     assert mp["rateMet"] is True and mp["sustained"] is True, mp
     assert x["audit"]["lost"] == 0 and x["audit"]["duplicated"] == 0

@@ -26,8 +26,9 @@ def test_plan_and_deadline_grow_with_every_phase():
     maxrate = wl(producerRate=0)
     maxrate["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8, "retries": 1}
     assert guard.plan_seconds(maxrate) == pytest.approx(fixed + 32)
-    # every retry of every step fits in the deadline, on top of factor x plan + margin
-    assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32)
+    # every retry of every step and the longest recovery after the search (10 s) fit in the deadline, on top of
+    # factor x plan + margin
+    assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32 + 10)
     backlog = wl()
     backlog["x-streambench"]["consumerBacklogSizeBytes"] = 50 * 2**20
     assert guard.plan_seconds(backlog) > fixed + 2 * 50 * 2**20 / (4000 * 1024) - 1

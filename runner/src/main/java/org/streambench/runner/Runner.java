@@ -28,7 +28,7 @@ public final class Runner {
     /** what the run is doing now (set-up, warmup, discovery, build, drain, measure, flush, drain-wait, clean-up) */
     private volatile String phaseName = "set-up";
 
-    enum Phase { WARMUP, DISCOVERY, BUILD, DRAIN, MEASURE }
+    enum Phase { WARMUP, DISCOVERY, RECOVER, BUILD, DRAIN, MEASURE }
 
     private static final int PERIOD_SECONDS = 10;
     private static final long FLUSH_MS = 30_000;
@@ -475,11 +475,28 @@ public final class Runner {
                         if (search.accepted() == 0) warnings.add("rate discovery found no sustainable rate; settled on " + fmt(settledRate));
                         rateDiscovery.put("settledRate", settledRate);
                         setRate(settledRate * processShare);
-                        next = Phase.MEASURE;
+                        next = Phase.RECOVER;
                     } else {
                         setRate(search.current() * processShare);
                         step.begin(tick, w.discoverySettleSeconds, sent, acked, pending, tailBacklog);
                     }
+                    break;
+                }
+                case RECOVER: {
+                    // a search usually ends on a failed step above the settled rate: the sends in flight and the
+                    // consumers' backlog it left are paid off at the settled rate before the measured phase starts,
+                    // so the measured phase judges the rate, not the overload before it
+                    long bound = recoveredBound(targetRate);
+                    boolean clear = pending <= bound && tailBacklog <= tailSubs() * bound;
+                    if (inPhase >= w.discoverySettleSeconds && clear) {
+                        next = Phase.MEASURE;
+                    } else if (inPhase >= maxRecoverSeconds(w)) {
+                        warnings.add(String.format("after rate discovery, %d sends in flight and a backlog of %d msgs were "
+                                + "still above %d after %d s at the settled rate; measurement started anyway", pending, tailBacklog, bound, inPhase));
+                        Log.warn(warnings.get(warnings.size() - 1));
+                        next = Phase.MEASURE;
+                    }
+                    if (next == Phase.MEASURE) rateDiscovery.put("recoverySeconds", inPhase);
                     break;
                 }
                 case BUILD:
@@ -870,6 +887,12 @@ public final class Runner {
     }
 
     /** "backlog ≈ 0": what is in flight at a healthy latency (0.2 s of the rate, at least 1 000 msgs) per subscription */
+    /** in flight (and backlog per tailing subscription) that counts as paid off: 0.1 s of the rate, at least 500 */
+    static long recoveredBound(double ratePerProcess) { return (long) Math.max(500, 0.1 * ratePerProcess); }
+
+    /** the longest the recovery after rate discovery may take: twice a step, at least 10 s */
+    static long maxRecoverSeconds(Workload w) { return Math.max(10, 2L * w.discoveryStepSeconds); }
+
     private double chaseThreshold() { return allSubs() * Math.max(1000, 0.2 * targetRate); }
 
     private void setRate(double r) {
