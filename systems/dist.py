@@ -63,11 +63,8 @@ def pinned_sha512(version: str, path: Path | None = None) -> str:
 
 
 def sha512_file(path: Path) -> str:
-    h = hashlib.sha512()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha512").hexdigest()
 
 
 def prepare(system: str, log=print) -> Path:
