@@ -201,6 +201,16 @@ def check(
     return filled
 
 
+class _NoDates(yaml.SafeLoader):
+    """YAML's safe types without its timestamps: a config value such as 2026-11-24 stays the string it was."""
+
+
+_NoDates.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _update(config: dict, overwrite: Mapping) -> None:
     """Recursive overlay, the same as snakemake.utils.update_config."""
     for key, value in overwrite.items():
@@ -239,7 +249,21 @@ def overrides(
         return found
 
     if any(a in ("--config", "-C") or a.startswith("--config=") for a in args):
-        return "command line", given
+        # Snakemake reads `k={a: 3}` with YAML's BaseLoader: every nested scalar becomes a string. The entries are
+        # read again here with their YAML types and laid over what Snakemake merged (a --configfile among it).
+        typed: dict = {}
+        for entry in values("--config", "-C", many=True):
+            key, sep, text = entry.partition("=")
+            if not sep:
+                continue  # Snakemake itself refuses it, with its own message
+            try:
+                value = yaml.load(text, Loader=_NoDates) if text != "" else None
+            except yaml.YAMLError:
+                value = text
+            _update(typed, {key: value})
+        merged = copy.deepcopy(given)
+        _update(merged, typed)
+        return "command line", merged
     files = values("--configfile", "--configfiles", many=True)
     profiles = values("--profile") or ([environ["SNAKEMAKE_PROFILE"]] if environ.get("SNAKEMAKE_PROFILE") else [])
     if files and profiles:

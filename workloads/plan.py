@@ -140,8 +140,11 @@ def _check_names(path, where, names, allowed, kind) -> None:
 
 
 def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENTS,
-           only: list[str] | None = None) -> list[Run]:
-    """All runs of a scale profile (optionally only some of its experiments), deduplicated, stable order."""
+           only: list[str] | None = None, repetitions: int | None = None) -> list[Run]:
+    """All runs of a scale profile (optionally only some of its experiments, optionally another number of
+    repetitions than the scale's), deduplicated, stable order."""
+    if repetitions is not None and (isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1):
+        raise PlanError(f"config workloads.repetitions: {repetitions!r} is not a whole number >= 1")
     if scale_name not in doc["scales"]:
         raise PlanError(f"{path}: scales: unknown scale '{scale_name}' (known: {', '.join(doc['scales'])})")
     scale = doc["scales"][scale_name]
@@ -160,7 +163,7 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
         exp = doc["experiments"][exp_id]
         systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
         tunings = _names(exp.get("tuning", defaults.get("tuning", default_tuning)))
-        reps = scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
+        reps = repetitions or scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
         rates = exp.get("rates") or [None]
         variants = exp.get("variants") or [None]
         levels = [lv for lv in _names(exp["levels"]) if lv in scale.get("levels", [lv])]

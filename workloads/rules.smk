@@ -24,7 +24,8 @@ try:
     _WL_CATALOG = _wl_drivers.catalog(_wl_dur.load(config["systems"]["durability_file"]))
     _wl_plan.check(_WL_DOC, _WL_CATALOG, WL_FILE)
     WL_SCALE = config["workloads"]["scale"] or (WL_TESTBED if WL_TESTBED in _WL_DOC["scales"] else "local")
-    WL_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=config["workloads"]["experiments"])
+    WL_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=config["workloads"]["experiments"],
+                            repetitions=config["workloads"]["repetitions"])
 except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)

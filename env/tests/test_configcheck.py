@@ -172,6 +172,23 @@ class TestOverrideSource:
         assert overrides(["snakemake", "--profile", "ci", "--config", "testbed=x"], {"testbed": "x"}) == (
             "command line", {"testbed": "x"})
 
+    def test_command_line_config_keeps_nested_yaml_types(self):
+        argv = ["snakemake", "--profile", "local", "--config", "workloads={repetitions: 3, experiments: [E000-MT1]}",
+                "analysis={with_runs: false}", "label=2026-11-24", "-n"]
+        # what Snakemake passes on: nested scalars as strings (YAML's BaseLoader)
+        given = {"workloads": {"repetitions": "3", "experiments": ["E000-MT1"]}, "analysis": {"with_runs": "false"},
+                 "label": "2026-11-24"}
+        label, data = overrides(argv, given)
+        assert label == "command line"
+        assert data == {"workloads": {"repetitions": 3, "experiments": ["E000-MT1"]}, "analysis": {"with_runs": False},
+                        "label": "2026-11-24"}
+
+    def test_command_line_config_over_a_configfile(self, tmp_path):
+        # Snakemake's merge of both: the file's values with their types, the command line's nested ones as strings
+        given = {"published": {"mirror": "/m"}, "workloads": {"seed": "7"}}
+        label, data = overrides(["snakemake", "--configfile", "x.yaml", "--config", "workloads={seed: 7}"], given)
+        assert data == {"published": {"mirror": "/m"}, "workloads": {"seed": 7}}
+
     def test_profile_config_is_read_with_its_yaml_types(self, tmp_path):
         profile = write(tmp_path / "p" / "config.yaml", {
             "cores": 1, "config": {"testbed": "ci", "workloads": {"scale": 0.5, "flag": True}}})

@@ -113,6 +113,19 @@ def test_config_experiments_may_name_any_experiment_of_the_file():
         plan.expand(doc, CATALOG, "local", only=["E999-X"])
 
 
+def test_config_repetitions_replace_the_scales_and_keep_repetition_one():
+    doc = plan.load()
+    one = plan.expand(doc, CATALOG, "local", only=["E000-MT1"])
+    three = plan.expand(doc, CATALOG, "local", only=["E000-MT1"], repetitions=3)
+    assert {r.rep for r in one} == {1} and {r.rep for r in three} == {1, 2, 3}
+    assert len(three) == 3 * len(one)
+    # the runs already there (rep-1) keep their keys, so raising the count only adds runs
+    assert {r.key for r in one} <= {r.key for r in three}
+    for bad in (0, -1, True, "3"):
+        with pytest.raises(plan.PlanError, match="config workloads.repetitions"):
+            plan.expand(doc, CATALOG, "local", only=["E000-MT1"], repetitions=bad)
+
+
 def test_level_dir_encodes_non_default_tuning_and_variants():
     r = plan.Run("kafka", "L1", "tuned", None, "w", None, 1)
     assert r.key == "kafka/L1/w/rep-1"
