@@ -2,10 +2,11 @@
 and no stronger local persistence, one of them weaker) may not report less than half the rate of the same workload
 at a stronger level, unless the weaker run explains why (its validity verdict is `suspect`, with the reasons).
 
-  python -m workloads.maxrate_check data/raw/<testbed> [--factor 0.5]
+  python -m workloads.maxrate_check data/raw/<testbed> [--factor 0.5] [--spread]
 
 Exit 0 when every pair holds or is explained, 1 when a pair is unexplained, 2 on unreadable input. One line per
-violation: the two result files, their rates and the levels.
+violation: the two result files, their rates and the levels. With --spread it also prints, for every cell with
+two or more repetitions, their rates and their spread, (max - min) / median, and a summary line over the cells.
 """
 from __future__ import annotations
 
@@ -78,11 +79,40 @@ def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str
     return out, pairs
 
 
+def spread(runs: list[dict]) -> list[dict]:
+    """Cells with 2 or more repetitions: their rates (by repetition), median, and (max - min) / median. Sorted by
+    that spread, widest first."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in runs:
+        cells.setdefault((r["system"], r["levelDir"], r["workload"]), []).append(r)
+    out = []
+    for (sys_, lvd, wl), rs in cells.items():
+        if len(rs) < 2:
+            continue
+        rates = [r["rate"] for r in sorted(rs, key=lambda r: r["file"])]
+        med = statistics.median(rates)
+        out.append({"cell": f"{sys_}/{lvd}/{wl}", "rates": rates, "median": med,
+                    "spread": (max(rates) - min(rates)) / med if med > 0 else float("inf"),
+                    "suspect": sum(1 for r in rs if r["validity"].get("status") == "suspect")})
+    return sorted(out, key=lambda c: (-c["spread"], c["cell"]))
+
+
+def spread_summary(cells: list[dict]) -> str:
+    if not cells:
+        return "spread: no cell has two or more repetitions"
+    sp = sorted(c["spread"] for c in cells)
+    within = lambda f: sum(1 for x in sp if x <= f)  # noqa: E731
+    return (f"spread over repetitions, (max - min) / median, of {len(cells)} cells: median {statistics.median(sp):.0%}, "
+            f"widest {sp[-1]:.0%} ({cells[0]['cell']}); {within(0.1)} cells within 10 %, {within(0.25)} within 25 %, "
+            f"{within(0.5)} within 50 %")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.maxrate_check", description=__doc__.splitlines()[0])
     ap.add_argument("root", type=Path, help="data/raw/<testbed>")
     ap.add_argument("--factor", type=float, default=0.5)
     ap.add_argument("--durability", type=Path, default=Path(__file__).resolve().parents[1] / "systems/durability.yaml")
+    ap.add_argument("--spread", action="store_true", help="print the spread of every cell over its repetitions")
     a = ap.parse_args(argv)
     try:
         levels = dur.load(a.durability).levels
@@ -93,6 +123,12 @@ def main(argv=None) -> int:
     bad, pairs = check(runs, levels, a.factor)
     for line in bad:
         print(line)
+    if a.spread:
+        cells = spread(runs)
+        for c in cells:
+            print(f"{c['cell']}: {' / '.join(f'{x:.0f}' for x in c['rates'])} msg/s, median {c['median']:.0f}, "
+                  f"spread {c['spread']:.0%}" + (f", {c['suspect']} suspect" if c["suspect"] else ""))
+        print(spread_summary(cells))
     print(f"{a.root}: {len(runs)} max-rate results, {pairs} weaker/stronger pairs, {len(bad)} unexplained")
     return 1 if bad else 0
 

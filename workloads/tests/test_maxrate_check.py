@@ -50,3 +50,20 @@ def test_a_suspect_weaker_run_is_explained_and_repetitions_use_the_median(tmp_pa
     runs = mc.load_runs(tmp_path)
     bad, pairs = mc.check(runs, LEVELS)
     assert bad == [] and pairs == 2
+
+
+def test_spread_over_repetitions(tmp_path, capsys):
+    for rep, rate in ((1, 10000), (2, 12000), (3, 11000)):
+        put(tmp_path, "kafka", "L2", rate, rep=rep)
+    for rep, rate in ((1, 20000), (2, 20000), (3, 30000)):
+        put(tmp_path, "pulsar", "L2", rate, rep=rep, suspect=rep == 3)
+    put(tmp_path, "pulsar", "L3", 5000)  # one repetition: no spread
+    cells = mc.spread(mc.load_runs(tmp_path))
+    assert [c["cell"].split("/")[0] for c in cells] == ["pulsar", "kafka"]  # widest first
+    assert cells[0]["spread"] == 0.5 and cells[0]["suspect"] == 1 and cells[0]["median"] == 20000
+    assert abs(cells[1]["spread"] - 2000 / 11000) < 1e-9 and cells[1]["rates"] == [10000, 12000, 11000]
+    assert mc.main([str(tmp_path), "--spread"]) == 0
+    out = capsys.readouterr().out
+    assert "of 2 cells: median 34%, widest 50% (pulsar/L2/" in out
+    assert "0 cells within 10 %, 1 within 25 %, 2 within 50 %" in out
+    assert "pulsar/L2/1-topic-100-partitions-1kb-2p-2c-max: 20000 / 20000 / 30000 msg/s, median 20000, spread 50%, 1 suspect" in out
