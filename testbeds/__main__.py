@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from .inventory import InventoryError
@@ -49,6 +50,11 @@ def main(argv=None) -> int:
     p.add_argument("--inventory", required=True)
     p.add_argument("--log", type=Path, default=None)
 
+    p = sub.add_parser("prepare", help="prepare every host (Ansible role prepare)")
+    p.add_argument("--inventory", required=True)
+    p.add_argument("--systems", default="kafka,pulsar")
+    p.add_argument("--log", type=Path, default=None)
+
     from . import cluster as _c, probes as _p, runner as _r
     _c.add_parser(sub)
     _r.add_parser(sub)
@@ -78,6 +84,14 @@ def main(argv=None) -> int:
             log = a.log or Path(inv.path).parent / "logs" / "ping.log"
             remote.playbook(inv, "ping", log=log, timeout=120)
             _log(f"{len(inv.hosts)} host(s) answer: {', '.join(h.name for h in inv.hosts)}")
+            return 0
+        if a.cmd == "prepare":
+            from . import deploy
+            inv = _inv(a.inventory)
+            t0 = time.monotonic()
+            deploy.prepare(inv, a.log or Path(inv.path).parent / "logs" / "prepare.log",
+                           systems=[s for s in a.systems.split(",") if s])
+            _log(f"{len(inv.hosts)} host(s) prepared in {time.monotonic() - t0:.1f} s")
             return 0
         return a.func(a, _inv, _log)
     except (TestbedError, InventoryError) as e:

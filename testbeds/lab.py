@@ -294,6 +294,7 @@ def inventory_doc(p: dict[str, Any], d: Path) -> dict[str, Any]:
             "network": {"subnet": p["subnet"], "bridge": p["bridge"], "switchNetns": p["switch"],
                         "controllerAddress": p["controller"]["address"], "interHostDelay": False},
             "provider": {"kind": "lab", "dir": str(d), "controllerNetns": p["controller"]["netns"],
+                         "sharedFilesystem": True,
                          "netns": {h["name"]: h["netns"] for h in p["hosts"]},
                          "sshdPidFiles": {h["name"]: str(d / "sshd" / f"{h['name']}.pid") for h in p["hosts"]}}}
 
