@@ -5,7 +5,6 @@
   prepare --inventory F         directories, limits, JDK, distributions, runner (Ansible role prepare)
   cluster up|verify|status|down --inventory F ...   a cluster on the server hosts (testbeds/cluster.py)
   run    --inventory F ...      the runner on every client host, merged (testbeds/runner.py)
-  probes --inventory F --out D  dd/fio on every server host's data directories (testbeds/probes.py)
 
 Exit codes: 0 ok, 2 a one-line error `testbeds: error: ...` naming the host (and the inventory file and field),
 130 interrupted.
@@ -55,10 +54,9 @@ def main(argv=None) -> int:
     p.add_argument("--systems", default="kafka,pulsar")
     p.add_argument("--log", type=Path, default=None)
 
-    from . import cluster as _c, probes as _p, runner as _r
+    from . import cluster as _c, runner as _r
     _c.add_parser(sub)
     _r.add_parser(sub)
-    _p.add_parser(sub)
 
     a = ap.parse_args(argv)
     try:

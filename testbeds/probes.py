@@ -1,2 +1,0 @@
-def add_parser(sub):
-    pass
