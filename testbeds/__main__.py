@@ -54,9 +54,10 @@ def main(argv=None) -> int:
     p.add_argument("--systems", default="kafka,pulsar")
     p.add_argument("--log", type=Path, default=None)
 
-    from . import cluster as _c, runner as _r
+    from . import cluster as _c, probes as _p, runner as _r
     _c.add_parser(sub)
     _r.add_parser(sub)
+    _p.add_parser(sub)
 
     a = ap.parse_args(argv)
     try:

@@ -71,7 +71,8 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
         "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
                      "proc": str(root() / "systems" / "proc.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
-                     "init": str(HERE / "hostside" / "__init__.py")},
+                     "init": str(HERE / "hostside" / "__init__.py"),
+                     "hwprobe": str(root() / "hw-probes" / "hwprobe")},
         "dists": [dist_archive(s) for s in systems],
         "runner": runner_archive() if with_runner else None}}
 

@@ -25,23 +25,33 @@ from .inventory import Host, Inventory
 from .util import TestbedError, atomic_write_text, root
 
 MAIN = "org.streambench.runner.Main"
+
+
+class RunnerFailed(TestbedError):
+    """A runner on a client host exited non-zero (rc kept: 3 is the runner's own deadline)."""
+
+    def __init__(self, msg: str, rc: int):
+        super().__init__(msg)
+        self.rc = rc
 JAVA_OPTS = ["-Xms512m", "-Xmx2g", "-XX:+UseG1GC"]  # runner/bin/omb-run's defaults
 
 
-def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: int | None) -> list[str]:
+def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: int | None,
+                extra: list[str]) -> list[str]:
     rr = posixpath.join(h.work_dir, "runner")
     cmd = ["java", *JAVA_OPTS, f"-Dstreambench.gitRevision={rev}",
            f"-Dstreambench.gitDirty={'' if dirty is None else str(dirty).lower()}",
            "-cp", f"{rr}/omb-runner.jar:{rr}/lib/*", MAIN,
            "--workload", f"{rdir}/workload.yaml", "--driver", f"{rdir}/driver.yaml",
            "--cluster", f"{rdir}/cluster.json", "--output", f"{rdir}/part.json", "--log", f"{rdir}/runner.log"]
+    cmd += extra
     if n > 1:
         cmd += ["--process-index", str(i), "--process-count", str(n), "--start-at", str(start_at)]
     return cmd
 
 
 def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Path, log: Path | None = None,
-        lead_seconds: float = 30, timeout: float = 3600, say=print) -> Path:
+        lead_seconds: float = 30, timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
     clients = inv.clients
     n = len(clients)
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -54,7 +64,7 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
         try:
             for i, h in enumerate(clients):
                 rdir = rdirs[h.name]
-                spec = {"node": "runner", "rundir": rdir, "cmd": _remote_cmd(h, rdir, rev, dirty, i, n, start_at),
+                spec = {"node": "runner", "rundir": rdir, "cmd": _remote_cmd(h, rdir, rev, dirty, i, n, start_at, extra or []),
                         "env": {}, "cwd": rdir, "log": f"{rdir}/runner.out", "stopStage": 0, "timeout": timeout}
                 atomic_write_text(tmpd / f"spec-{h.name}.json", json.dumps(spec))
                 remote.ssh(h, f"mkdir -p {shlex.quote(rdir)}", timeout=60)
@@ -84,7 +94,7 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                 if p.returncode != 0:
                     errs = [ln for ln in local_log.read_text(errors="replace").splitlines() if " ERROR " in ln]
                     why = errs[0].strip() if errs else (outs[h.name].strip().splitlines() or [""])[-1]
-                    raise TestbedError(f"host {h.name}: runner exited {p.returncode}: {why}")
+                    raise RunnerFailed(f"host {h.name}: runner exited {p.returncode}: {why}", p.returncode)
                 part = tmpd / f"part-{i}-{h.name}.json"
                 remote.scp_from(h, f"{rdirs[h.name]}/part.json", part, timeout=300)
                 parts.append(part)
@@ -135,10 +145,18 @@ def add_parser(sub) -> None:
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--log", type=Path)
     p.add_argument("--lead-seconds", type=float, default=30)
+    p.add_argument("--deadline-seconds", help="passed on to each runner (its own deadline watchdog)")
     p.set_defaults(func=_main)
 
 
 def _main(a, load_inv, log) -> int:
     inv = load_inv(a.inventory)
-    run(inv, a.workload, a.driver, a.cluster, a.output, a.log, a.lead_seconds, say=log)
+    extra = ["--deadline-seconds", a.deadline_seconds] if a.deadline_seconds else []
+    timeout = float(a.deadline_seconds) + a.lead_seconds + 120 if a.deadline_seconds else 3600
+    try:
+        run(inv, a.workload, a.driver, a.cluster, a.output, a.log, a.lead_seconds, timeout=timeout, say=log,
+            extra=extra)
+    except RunnerFailed as e:
+        print(f"testbeds: error: {e}", file=__import__("sys").stderr)
+        return 3 if e.rc == 3 else 2
     return 0
