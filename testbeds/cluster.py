@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import tarfile
 import time
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
@@ -105,9 +106,20 @@ class Plan:
                 out.setdefault(n["hostName"], []).append({"address": n["host"], "port": p})
         return out
 
+    def bundles(self) -> dict[str, str]:
+        """One tar per host of every rendered file at its remote path (relative to /): one transfer per host."""
+        out = {}
+        for hname, files in self.files.items():
+            tar = self.rundir / f"ship-{hname}.tar"
+            with tarfile.open(tar, "w") as t:
+                for f in files:
+                    t.add(f["src"], arcname=f["dest"].lstrip("/"), recursive=False)
+            out[hname] = str(tar)
+        return out
+
     def vars(self) -> dict[str, Any]:
         return {"sb_cluster": {"name": self.name, "rundir": {h.name: self.remote_dir(h) for h in self.servers},
-                               "wipe": self.wipe, "files": self.files, "stages": self.stages,
+                               "wipe": self.wipe, "bundles": self.bundles(), "stages": self.stages,
                                "ports": self.ports_by_host(), "timeout": int(self.cfg["startup_timeout_seconds"]),
                                "stop_timeout": int(self.cfg["stop_timeout_seconds"])}}
 
@@ -258,11 +270,12 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
         from systems import dist
         plan_pulsar(pl, dist.require_dist("pulsar") / "conf")
     # before anything starts: where the cluster lives, so that `down` finds it after any failure
-    atomic_write_json(rundir / REMOTE_JSON, {"inventory": str(inv.path), "system": system, **pl.vars()})
+    pvars = pl.vars()
+    atomic_write_json(rundir / REMOTE_JSON, {"inventory": str(inv.path), "system": system, **pvars})
     started_at = now()
     t0 = time.monotonic()
     try:
-        remote.playbook(inv, "cluster-start", pl.vars(), log=rundir / "ansible-start.log",
+        remote.playbook(inv, "cluster-start", pvars, log=rundir / "ansible-start.log",
                         timeout=cfg["startup_timeout_seconds"] + 300)
         if system == "pulsar":
             _pulsar_ready(pl, time.monotonic() + cfg["startup_timeout_seconds"])
