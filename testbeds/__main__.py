@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -60,6 +61,11 @@ def main(argv=None) -> int:
     _p.add_parser(sub)
 
     a = ap.parse_args(argv)
+
+    def _term(signum, frame):  # SIGTERM/SIGHUP (a deadline, a killed workflow): clean up as on Ctrl-C
+        raise KeyboardInterrupt(f"signal {signum}")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _term)
     try:
         if a.cmd == "lab":
             from . import lab as labm

@@ -138,8 +138,9 @@ def plan_kafka(pl: Plan) -> None:
         data = posixpath.join(h.data_dir("log"), pl.name, name)
         nd = pl.node_dir(h, name)
         log4j = pl.ship(h, name, "log4j2.properties", skafka.LOG4J2)
-        conf = pl.ship(h, name, "server.properties", skafka.render_properties(
-            skafka.server_properties(i + 1, ports, Path(data), ss["broker"], hosts=hosts)))
+        conf = pl.ship(h, name, "server.properties", skafka.render_properties({
+            **skafka.server_properties(i + 1, ports, Path(data), ss["broker"], hosts=hosts),
+            **skafka.storage_settings(kcfg.get("storage") or {}, ss["broker"])}))
         cp = posixpath.join(pl.dist(h), "libs", "*")
         fmt = skafka.format_command(pl.java, log4j, cp, cluster_id, conf)
         fmt_spec = pl.ship(h, f"{name}-format", "spec.json", json.dumps(
@@ -201,7 +202,8 @@ def plan_pulsar(pl: Plan, conf_dir: Path) -> None:
         ledgers = posixpath.join(h.data_dir("ledger"), pl.name, name)
         ports = dict(PORTS["bookie"])
         bconf = pl.ship(h, name, "bookkeeper.conf", spulsar.render_conf(bk_template, spulsar.bookie_overrides(
-            ports, PurePosixPath(journal), PurePosixPath(ledgers), zk, ss, host=h.address)))
+            ports, PurePosixPath(journal), PurePosixPath(ledgers), zk, ss, host=h.address,
+            storage=pc.get("bookie_storage"))))
         pl.add_node(h, name=name, role="bookie", id=i + 1, ports=ports, data_dirs=[journal, ledgers], conf=[bconf])
         mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={pc['bookie_direct']}"
         start.setdefault(h.name, []).append(pl.spec(h, name, [pulsar_bin(h), "bookie"], stop_stage=1,
