@@ -5,6 +5,7 @@ see testbeds/util.reexec_in). Nothing assumes loopback: every host is reached at
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -107,7 +108,8 @@ def ansible_env(inv: Inventory) -> dict[str, str]:
               "ANSIBLE_LOCAL_TEMP": str(home / "tmp"), "ANSIBLE_NOCOLOR": "1",
               "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
               # one directory of ssh control sockets per testbed instance (short: unix socket paths are limited)
-              "ANSIBLE_SSH_CONTROL_PATH_DIR": f"/tmp/sb-cp-{inv.testbed}-{inv.id}"})
+              "ANSIBLE_SSH_CONTROL_PATH_DIR":
+                  f"/tmp/sb-cp-{inv.testbed}-{inv.id}-{hashlib.sha1(str(inv.path.resolve()).encode()).hexdigest()[:8]}"})
     return e
 
 
