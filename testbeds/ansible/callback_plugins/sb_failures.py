@@ -27,6 +27,10 @@ class CallbackModule(CallbackBase):
 
     def _add(self, result, kind):
         r = result._result
+        for item in r.get("results") or []:  # a loop: the first failed item says why
+            if isinstance(item, dict) and item.get("failed"):
+                r = item
+                break
         msg = r.get("msg") or r.get("stderr") or r.get("module_stderr") or kind
         msg = " ".join(str(msg).split())[:400]
         self.failures.append({"host": result._host.get_name(), "task": result._task.get_name(), "kind": kind,
