@@ -53,6 +53,7 @@ def TESTBED_RUN_ARGS(run):
 
 include: "hw-probes/rules.smk"
 include: "systems/rules.smk"
+include: "testbeds/rules.smk"
 include: "workloads/rules.smk"
 include: "testbeds/aws/rules.smk"
 include: "analysis/rules.smk"

@@ -48,10 +48,14 @@ def render_properties(props: dict[str, Any]) -> str:
 
 
 def server_properties(node_id: int, ports: list[dict[str, int]], data_dir: Path,
-                      level_broker: dict[str, Any], host: str = "127.0.0.1") -> dict[str, Any]:
-    """server.properties of node node_id (1-based); ports[i] = {"client": p, "controller": c} of node i+1."""
-    voters = ",".join(f"{i + 1}@{host}:{p['controller']}" for i, p in enumerate(ports))
+                      level_broker: dict[str, Any], host: str = "127.0.0.1",
+                      hosts: list[str] | None = None) -> dict[str, Any]:
+    """server.properties of node node_id (1-based); ports[i] = {"client": p, "controller": c} of node i+1,
+    hosts[i] its address (all `host` when not given: one machine)."""
+    hosts = hosts or [host] * len(ports)
+    voters = ",".join(f"{i + 1}@{hosts[i]}:{p['controller']}" for i, p in enumerate(ports))
     me = ports[node_id - 1]
+    host = hosts[node_id - 1]
     n = len(ports)
     props: dict[str, Any] = {
         "process.roles": "broker,controller",
@@ -95,6 +99,21 @@ def storage_settings(storage: dict[str, Any], level_broker: dict[str, Any]) -> d
     return dict(storage)
 
 
+def format_command(java: str, log4j, cp: str, cluster_id: str, conf) -> list[str]:
+    """kafka-storage format of one node (also used on remote hosts, testbeds/cluster.py)."""
+    return [java, "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
+            "format", "-t", cluster_id, "-c", str(conf), "--ignore-formatted"]
+
+
+def node_command(java: str, kcfg: dict[str, Any], log4j, logs_dir, cp: str, conf) -> list[str]:
+    """The command line of one KRaft node (also used on remote hosts, testbeds/cluster.py)."""
+    # GC log (2 rotating files of 10 MB): the run's validity check reads the longest pause of each node
+    gclog = f"-Xlog:gc:file={logs_dir}/gc.log:time,uptime:filecount=2,filesize=10M"
+    return [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"], gclog,
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, "kafka.Kafka", str(conf)]
+
+
 def start(run) -> None:
     libs = run.dist / "libs"
     ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
@@ -121,8 +140,7 @@ def start(run) -> None:
                                            **storage_settings(kcfg.get("storage") or {}, ss["broker"])}))
         run.add_node(name=name, role=ROLE, id=i + 1, ports=ports[i], data_dirs=[data], conf=[conf])
         # format the storage (writes meta.properties + the bootstrap checkpoint); runs in parallel
-        fmt = [java, "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, "kafka.tools.StorageTool",
-               "format", "-t", cluster_id, "-c", str(conf), "--ignore-formatted"]
+        fmt = format_command(java, log4j, cp, cluster_id, conf)
         fmt_procs.append((name, run.spawn(f"{name}-format", fmt, cwd=nd, log=nd / "format.log",
                                           stop_stage=0)))
     for name, p in fmt_procs:
@@ -133,12 +151,8 @@ def start(run) -> None:
     for i in range(NODES):
         name = f"kafka-{i + 1}"
         nd = run.node_dir(name)
-        # GC log (2 rotating files of 10 MB): the run's validity check reads the longest pause of each node
-        gclog = f"-Xlog:gc:file={nd / 'logs' / 'gc.log'}:time,uptime:filecount=2,filesize=10M"
         (nd / "logs").mkdir(parents=True, exist_ok=True)
-        cmd = [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"], gclog,
-               "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
-               f"-Dkafka.logs.dir={nd / 'logs'}", "-cp", cp, "kafka.Kafka", str(nd / "server.properties")]
+        cmd = node_command(java, kcfg, log4j, nd / "logs", cp, nd / "server.properties")
         run.start_node(name, cmd, cwd=nd, stop_stage=0)
     for i in range(NODES):
         run.wait_log(f"kafka-{i + 1}", "Kafka Server started")

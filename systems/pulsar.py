@@ -120,6 +120,59 @@ def _bookie_storage(storage: dict[str, Any], level_bookie: dict[str, Any]) -> di
     return dict(storage)
 
 
+def zookeeper_overrides(data: Path, datalog: Path, port: int, host: str = "127.0.0.1") -> dict[str, Any]:
+    """The keys of zookeeper.conf we set (local clusters and remote hosts, testbeds/cluster.py)."""
+    return {
+        "dataDir": data, "dataLogDir": datalog, "clientPort": port,
+        "clientPortAddress": host, "admin.enableServer": False,
+        # the shipped Prometheus provider opens port 8000 on all interfaces
+        "metricsProvider.className": "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider",
+        "metricsProvider.httpPort": None, "metricsProvider.exportJvmInfo": None,
+    }
+
+
+def bookie_overrides(ports: dict[str, int], journal: Path, ledgers: Path, zk: str, ss: dict[str, Any],
+                     host: str = "127.0.0.1", storage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The keys of a bookie's bookkeeper.conf we set: ports {bookie, http, metrics}, the ZooKeeper host:port,
+    the level's bookie settings (ss = durability.server_settings). On loopback the bookie listens on `lo`;
+    on a real address it listens on every interface of its host and advertises `host`."""
+    loop = host == "127.0.0.1"
+    return {
+        "bookiePort": ports["bookie"], "advertisedAddress": host,
+        **({"listeningInterface": "lo"} if loop else {}),
+        "allowLoopback": loop, "useHostNameAsBookieID": False,
+        "journalDirectory": journal, "ledgerDirectories": ledgers,
+        "metadataServiceUri": f"zk://{zk}/ledgers", "zkServers": zk,
+        "httpServerEnabled": True, "httpServerPort": ports["http"], "httpServerHost": host,
+        "prometheusStatsHttpEnable": False, "prometheusStatsHttpAddress": host,
+        "prometheusStatsHttpPort": ports["metrics"],
+        **_bookie_storage(storage or {}, ss["bookie"]),
+        **ss["bookie"],
+    }
+
+
+def broker_overrides(zk_url: str, cluster_name: str, svc: int, web: int, ss: dict[str, Any],
+                     host: str = "127.0.0.1") -> dict[str, Any]:
+    """The keys of broker.conf we set, the level's broker settings included."""
+    return {
+        "metadataStoreUrl": zk_url, "configurationMetadataStoreUrl": zk_url, "clusterName": cluster_name,
+        "brokerServicePort": svc, "webServicePort": web, "bindAddress": host,
+        "advertisedAddress": host, "functionsWorkerEnabled": False, "webSocketServiceEnabled": False,
+        "allowAutoTopicCreation": False, "brokerShutdownTimeoutMs": 5000,
+        **ss["broker"],
+    }
+
+
+def set_persistence(base: str, ss: dict[str, Any]) -> None:
+    """The level's persistence policy on the default namespace (the broker defaults carry it too)."""
+    p = ss["persistence"]
+    code, text = http("POST", f"{base}/admin/v2/namespaces/{NAMESPACE}/persistence",
+                      {"bookkeeperEnsemble": p["ensemble"], "bookkeeperWriteQuorum": p["writeQuorum"],
+                       "bookkeeperAckQuorum": p["ackQuorum"], "managedLedgerMaxMarkDeleteRate": 0.0})
+    if code not in (200, 204):
+        raise SystemsError(f"pulsar: setting persistence on {NAMESPACE} failed: {code} {text[:300]}")
+
+
 def start(run) -> None:
     pc = run.cfg["pulsar"]
     ss = dur.server_settings("pulsar", run.level, run.tuning, run.durability)
@@ -134,13 +187,8 @@ def start(run) -> None:
     (nd / "data").mkdir(parents=True)
     (nd / "datalog").mkdir()
     zconf = nd / "zookeeper.conf"
-    zconf.write_text(render_conf((conf_dir / "zookeeper.conf").read_text(), {
-        "dataDir": nd / "data", "dataLogDir": nd / "datalog", "clientPort": zk_port,
-        "clientPortAddress": "127.0.0.1", "admin.enableServer": False,
-        # the shipped Prometheus provider opens port 8000 on all interfaces
-        "metricsProvider.className": "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider",
-        "metricsProvider.httpPort": None, "metricsProvider.exportJvmInfo": None,
-    }))
+    zconf.write_text(render_conf((conf_dir / "zookeeper.conf").read_text(),
+                                 zookeeper_overrides(nd / "data", nd / "datalog", zk_port)))
     run.add_node(name="zookeeper", role="metadata-store", id=0, ports={"client": zk_port},
                  data_dirs=[nd / "data", nd / "datalog"], conf=[zconf])
     run.start_node("zookeeper", [pulsar_bin, "zookeeper"], cwd=nd, stop_stage=2,
@@ -173,17 +221,9 @@ def start(run) -> None:
         (nd / "journal").mkdir(parents=True)
         (nd / "ledgers").mkdir()
         bconf = nd / "bookkeeper.conf"
-        bconf.write_text(render_conf(bk_template, {
-            "bookiePort": bport, "advertisedAddress": "127.0.0.1", "listeningInterface": "lo",
-            "allowLoopback": True, "useHostNameAsBookieID": False,
-            "journalDirectory": nd / "journal", "ledgerDirectories": nd / "ledgers",
-            "metadataServiceUri": f"zk://127.0.0.1:{zk_port}/ledgers", "zkServers": f"127.0.0.1:{zk_port}",
-            "httpServerEnabled": True, "httpServerPort": hport, "httpServerHost": "127.0.0.1",
-            "prometheusStatsHttpEnable": False, "prometheusStatsHttpAddress": "127.0.0.1",
-            "prometheusStatsHttpPort": mport,
-            **_bookie_storage(pc.get("bookie_storage") or {}, ss["bookie"]),
-            **ss["bookie"],
-        }))
+        bconf.write_text(render_conf(bk_template, bookie_overrides(
+            {"bookie": bport, "http": hport, "metrics": mport}, nd / "journal", nd / "ledgers",
+            f"127.0.0.1:{zk_port}", ss, storage=pc.get("bookie_storage"))))
         run.add_node(name=name, role="bookie", id=i + 1, ports={"bookie": bport, "http": hport, "metrics": mport},
                      data_dirs=[nd / "journal", nd / "ledgers"], conf=[bconf])
         mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={pc['bookie_direct']}"
@@ -195,13 +235,8 @@ def start(run) -> None:
     nd = run.node_dir(name)
     nd.mkdir(parents=True)
     brconf = nd / "broker.conf"
-    brconf.write_text(render_conf((conf_dir / "broker.conf").read_text(), {
-        "metadataStoreUrl": zk_url, "configurationMetadataStoreUrl": zk_url, "clusterName": pc["cluster_name"],
-        "brokerServicePort": svc, "webServicePort": web, "bindAddress": "127.0.0.1",
-        "advertisedAddress": "127.0.0.1", "functionsWorkerEnabled": False, "webSocketServiceEnabled": False,
-        "allowAutoTopicCreation": False, "brokerShutdownTimeoutMs": 5000,
-        **ss["broker"],
-    }))
+    brconf.write_text(render_conf((conf_dir / "broker.conf").read_text(),
+                                  broker_overrides(zk_url, pc["cluster_name"], svc, web, ss)))
     run.add_node(name=name, role="broker", id=1, ports={"service": svc, "http": web}, data_dirs=[], conf=[brconf])
     mem = f"-Xms{pc['broker_heap']} -Xmx{pc['broker_heap']} -XX:MaxDirectMemorySize={pc['broker_direct']}"
     run.start_node(name, [pulsar_bin, "broker"], cwd=nd, stop_stage=0,
@@ -218,17 +253,11 @@ def start(run) -> None:
                    lambda: http("GET", f"{base}/admin/v2/brokers/health", timeout=20)[0] == 200, interval=1)
     run.endpoints = {"pulsar": {"serviceUrl": f"pulsar://127.0.0.1:{svc}", "httpUrl": base,
                                 "cluster": pc["cluster_name"], "namespace": NAMESPACE}}
-    # the level's persistence policy on the default namespace (the broker defaults carry it too)
-    p = ss["persistence"]
-    code, text = http("POST", f"{base}/admin/v2/namespaces/{NAMESPACE}/persistence",
-                      {"bookkeeperEnsemble": p["ensemble"], "bookkeeperWriteQuorum": p["writeQuorum"],
-                       "bookkeeperAckQuorum": p["ackQuorum"], "managedLedgerMaxMarkDeleteRate": 0.0})
-    if code not in (200, 204):
-        raise SystemsError(f"pulsar: setting persistence on {NAMESPACE} failed: {code} {text[:300]}")
+    set_persistence(base, ss)
 
 
-def _bookie_writable(hport: int) -> bool:
-    code, text = http("GET", f"http://127.0.0.1:{hport}/api/v1/bookie/state", timeout=3)
+def _bookie_writable(hport: int, host: str = "127.0.0.1") -> bool:
+    code, text = http("GET", f"http://{host}:{hport}/api/v1/bookie/state", timeout=3)
     if code != 200:
         return False
     try:
@@ -293,7 +322,7 @@ def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
     for n in run.nodes:
         if n["role"] != "bookie":
             continue
-        cfg = _get_json(f"http://127.0.0.1:{n['ports']['http']}/api/v1/config/server_config")
+        cfg = _get_json(f"http://{n.get('host') or '127.0.0.1'}:{n['ports']['http']}/api/v1/config/server_config")
         got = {k: (None if cfg.get(k) is None else _s(cfg.get(k))) for k in want_k}
         eff["bookies"][n["name"]] = got
         for k, v in want_k.items():

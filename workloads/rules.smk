@@ -160,3 +160,5 @@ rule experiment:
 onerror:
     # no broker outlives a failed or interrupted workflow
     shell(f"python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all || true")
+    for _tb_hook in TESTBED_ON_ERROR:  # then a multi-host testbed's own teardown (the lab's namespaces)
+        _tb_hook()

@@ -35,6 +35,7 @@ import signal
 import threading
 
 from systems import cluster as sys_cluster
+from testbeds import hooks
 from workloads import guard, plan, scale, watch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ class CellFailure(RuntimeError):
 
 
 def systems_cli(*args: str, log: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "systems", *args]
+    cmd = hooks.systems_cmd(*args)
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         fh.flush()
@@ -137,7 +138,7 @@ class Clusters:
     @staticmethod
     def running(rundir: str) -> bool:
         """True when every node of the cluster in rundir still runs (`systems status` says "running")."""
-        res = subprocess.run([sys.executable, "-m", "systems", "status", "--dir", rundir], cwd=ROOT,
+        res = subprocess.run(hooks.systems_cmd("status", "--dir", rundir), cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         try:
             return res.returncode == 0 and json.loads(res.stdout).get("state") == "running"
@@ -219,7 +220,7 @@ class Clusters:
             self.down(log, failed=True)
             raise CellFailure("cluster", f"cluster {run.cluster_key} did not start (see {log})", "systems-up")
         owner = os.environ.get(watch.OWNER_ENV)
-        if owner and owner.isdigit():
+        if owner and owner.isdigit() and not hooks.inventory():  # a lab is torn down by its own rules
             watch.spawn(int(owner), self.base, rundir)
         return rundir
 
@@ -312,7 +313,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["diskNeedBytes"] = int(need)
         rundir = cl.ensure(run, log, need)
         tmp_out = work / "result.json"
-        cmd = [str(RUNNER), "--workload", str(wl_file), "--driver", str(drv_file),
+        cmd = hooks.runner_cmd(str(RUNNER)) + ["--workload", str(wl_file), "--driver", str(drv_file),
                "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
                "--deadline-seconds", str(deadline)]
         rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits)
@@ -345,6 +346,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["runnerWarnings"] = x.get("warnings", [])
         scale.write_atomic(tmp_out, json.dumps(res, indent=2) + "\n")
         result.parent.mkdir(parents=True, exist_ok=True)
+        hooks.keep_parts(tmp_out, result)  # a multi-host run's per-client parts, beside the merged result
         os.replace(tmp_out, result)  # same file system: data/raw and data/runs both live under data/
         record.update(status="ok", result=str(result))
     except Exception as exc:  # a failed run is recorded and the workflow goes on

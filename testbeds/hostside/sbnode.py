@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Host side of the multi-host path: start, stop and inspect the nodes of a cluster on this host.
+
+Shipped by the Ansible role `prepare` to <workDir>/lib/ next to a copy of systems/proc.py (package `sbhost`),
+so nodes on a remote host are started, recorded (pid files: pid, pgid, start time) and stopped (staged TERM,
+then KILL) exactly as the local launcher does. Python 3 standard library only.
+
+  sbnode.py start SPEC.json          start the node SPEC describes, in its own session; prints its pid
+  sbnode.py once SPEC.json           run a one-off command (kafka format, pulsar initialize-cluster-metadata)
+  sbnode.py stop RUNDIR [--timeout S]   stop every node recorded under RUNDIR/pids (staged, then KILL)
+  sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
+  sbnode.py status RUNDIR            JSON {node: alive}
+
+SPEC: {"node", "rundir", "cmd": [...], "env": {...}, "cwd", "log", "stopStage", "timeout"}
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sbhost.proc import read_pid_records, start_process, stop_records, tail  # noqa: E402
+from sbhost.util import SystemsError  # noqa: E402
+
+
+def _limits() -> None:
+    """Open files: raise the soft limit to the hard limit (brokers keep one descriptor per segment)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _spec(path: str) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def start(spec: dict) -> int:
+    _limits()
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    Path(spec["cwd"]).mkdir(parents=True, exist_ok=True)
+    p, _ = start_process(Path(spec["rundir"]), spec["node"], spec["cmd"], cwd=Path(spec["cwd"]),
+                         log=Path(spec["log"]), env=env, stop_stage=int(spec.get("stopStage", 0)))
+    print(p.pid)
+    return 0
+
+
+def once(spec: dict) -> int:
+    """Run a one-off command to completion; it is recorded in RUNDIR/pids while it runs, so `stop` (after a
+    failure or an interrupt of the controller) ends it too."""
+    _limits()
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    log = Path(spec["log"])
+    Path(spec["cwd"]).mkdir(parents=True, exist_ok=True)
+    rundir = Path(spec["rundir"])
+    p, rec = start_process(rundir, spec["node"], spec["cmd"], cwd=Path(spec["cwd"]), log=log, env=env,
+                           stop_stage=int(spec.get("stopStage", 0)))
+    try:
+        rc = p.wait(timeout=float(spec.get("timeout", 300)))
+    except subprocess.TimeoutExpired:
+        stop_records([rec], 10)
+        rc = 124
+    (rundir / "pids" / f"{spec['node']}.json").unlink(missing_ok=True)
+    if rc != 0:
+        print(f"{spec['node']}: exit {rc}; last lines of {log}:\n{tail(log, 15)}", file=sys.stderr)
+    return rc
+
+
+def stop(rundir: Path, timeout: float) -> dict:
+    recs = read_pid_records(rundir)
+    alive = [r for r in recs if r.alive()]
+    killed = stop_records(alive, timeout) if alive else []
+    for r in recs:
+        (rundir / "pids" / f"{r.node}.json").unlink(missing_ok=True)
+    return {"stopped": [r.node for r in alive], "killed": killed}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, arg = argv[0], argv[1]
+    timeout = float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else 20.0
+    try:
+        if cmd == "start":
+            return start(_spec(arg))
+        if cmd == "once":
+            return once(_spec(arg))
+        if cmd == "stop":
+            print(json.dumps(stop(Path(arg), timeout)))
+            return 0
+        if cmd == "stop-all":
+            runs = Path(arg) / "runs"
+            out = {d.name: stop(d, timeout) for d in sorted(runs.iterdir())} if runs.is_dir() else {}
+            print(json.dumps(out))
+            return 0
+        if cmd == "status":
+            print(json.dumps({r.node: r.alive() for r in read_pid_records(Path(arg))}))
+            return 0
+    except SystemsError as e:
+        print(f"sbnode: error: {e}", file=sys.stderr)
+        return 2
+    print(f"sbnode: unknown command {cmd}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

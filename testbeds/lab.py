@@ -1,0 +1,328 @@
+"""The `lab` testbed: hosts that are Linux network namespaces on this machine, each with its own sshd.
+
+    python -m testbeds lab up --id ID [--servers 3] [--clients 1] [--subnet 10.77.0.0/24]
+    python -m testbeds lab down --id ID
+    python -m testbeds lab status --id ID
+    python -m testbeds lab exec --id ID -- CMD...      # CMD in the controller namespace
+
+Layout of lab ID (every name carries the id, so `down` removes exactly what `up` made):
+  netns  sbl-ID-sw    the switch: holds the bridge brID; the root namespace gets no address, link or route
+  netns  sbl-ID-ctl   the controller (ssh, ansible, scp, the clients of verification run here): veth
+                      sblID-ctl <-> sblID-ctlb (on the bridge), address .1 of the subnet
+  netns  sbl-ID-HOST  one per host (server-1.., client-1..): veth sblID-HOST <-> sblID-HOSTb, address .11..,
+                      its own sshd (config, host key, pid file under the lab directory; key auth only),
+                      started under `unshare --uts` with the host's name as hostname
+Files: $STREAMBENCH_CACHE/lab/ID/ holds state.json (written before anything is made), keys/ (the lab's
+client key and host keys, never committed), sshd/, hosts/HOST/ (each host's root) and inventory.json.
+`down` kills every process left in a host namespace, deletes the namespaces (their links and the bridge go
+with them) and the lab directory; it works from state.json alone, so it also cleans up after a crash, and
+`up` runs it first when it finds a stale lab of the same id.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from . import inventory as inv_mod
+from .util import TestbedError, atomic_write_json, cache_dir, now, run
+
+PREFIX = "sbl"
+SSHD = "/usr/sbin/sshd"
+ID_PATTERN = r"^[a-z0-9]{1,6}$"  # veth names must fit IFNAMSIZ (15 characters): "sbl" + id + "-client-9b"...
+
+
+def lab_dir(lab_id: str, base: Path | None = None) -> Path:
+    return (base or cache_dir() / "lab") / lab_id
+
+
+def _check_id(lab_id: str) -> None:
+    import re
+    if not re.match(ID_PATTERN, lab_id):
+        raise TestbedError(f"lab id {lab_id!r}: must match {ID_PATTERN} (it goes into interface names)")
+
+
+def host_names(servers: int, clients: int) -> list[tuple[str, list[str]]]:
+    return ([(f"server-{i + 1}", ["server"]) for i in range(servers)]
+            + [(f"client-{i + 1}", ["client"]) for i in range(clients)])
+
+
+def _short(host: str) -> str:
+    kind, n = host.split("-")
+    return f"{kind[0]}{n}"  # server-1 -> s1, client-2 -> c2
+
+
+def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None = None) -> dict[str, Any]:
+    """Every name and address lab lab_id will use; written to state.json before anything is made."""
+    _check_id(lab_id)
+    if servers < inv_mod.MIN_SERVERS or clients < inv_mod.MIN_CLIENTS:
+        raise TestbedError(f"lab: needs at least {inv_mod.MIN_SERVERS} servers and {inv_mod.MIN_CLIENTS} client")
+    net = ipaddress.ip_network(subnet)
+    if not net.is_private:
+        raise TestbedError(f"lab: subnet {subnet} is not a private range")
+    names = host_names(servers, clients)
+    if net.num_addresses < 16 + len(names):
+        raise TestbedError(f"lab: subnet {subnet} too small for {len(names)} hosts")
+    d = lab_dir(lab_id, base)
+    hosts = []
+    for i, (name, roles) in enumerate(names):
+        s = _short(name)
+        hosts.append({"name": name, "roles": roles, "netns": f"{PREFIX}-{lab_id}-{s}",
+                      "veth": f"{PREFIX}{lab_id}-{s}", "peer": f"{PREFIX}{lab_id}-{s}b",
+                      "address": str(net.network_address + 11 + i), "root": str(d / "hosts" / name)})
+    return {"id": lab_id, "dir": str(d), "subnet": str(net), "prefixlen": net.prefixlen,
+            "switch": f"{PREFIX}-{lab_id}-sw", "bridge": f"br{lab_id}",
+            "controller": {"netns": f"{PREFIX}-{lab_id}-ctl", "veth": f"{PREFIX}{lab_id}-ctl",
+                           "peer": f"{PREFIX}{lab_id}-ctlb", "address": str(net.network_address + 1)},
+            "hosts": hosts, "createdAt": now(), "pid": os.getpid()}
+
+
+# --- namespaces and processes -----------------------------------------------------------------------------
+def netns_list() -> list[str]:
+    res = run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+
+
+def netns_pids(ns: str) -> list[int]:
+    res = run(["ip", "netns", "pids", ns], check=False)
+    return [int(p) for p in res.stdout.split() if p.isdigit()]
+
+
+def _kill_all(ns: str, timeout: float = 15) -> list[int]:
+    """TERM every process in namespace ns, KILL what is left after timeout; returns the pids found."""
+    pids = netns_pids(ns)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 10)
+        while time.monotonic() < deadline and netns_pids(ns):
+            _reap()
+            time.sleep(0.2)
+        if not netns_pids(ns):
+            return pids
+    left = netns_pids(ns)
+    if left:
+        raise TestbedError(f"lab: processes {left} in namespace {ns} survived SIGKILL")
+    return pids
+
+
+def _reap() -> None:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _ip(*args: str, ns: str | None = None) -> None:
+    run(["ip", *(["-n", ns] if ns else []), *args], what=f"ip {' '.join(args)}")
+
+
+# --- down ----------------------------------------------------------------------------------------------
+def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = False) -> dict[str, Any]:
+    """Remove every namespace (with its links and processes) and sshd of lab lab_id; idempotent."""
+    _check_id(lab_id)
+    d = lab_dir(lab_id, base)
+    state = None
+    try:
+        state = json.loads((d / "state.json").read_text())
+    except (OSError, ValueError):
+        pass
+    wanted = []
+    if state:
+        wanted = [h["netns"] for h in state["hosts"]] + [state["controller"]["netns"], state["switch"]]
+    # also what carries this lab's prefix without being recorded (a state file lost or hand-edited)
+    mine = f"{PREFIX}-{lab_id}-"
+    existing = netns_list()
+    wanted += [n for n in existing if n.startswith(mine) and n not in wanted]
+    killed = {}
+    for ns in wanted:
+        if ns in existing:
+            pids = _kill_all(ns)
+            if pids:
+                killed[ns] = pids
+    for ns in wanted:
+        if ns in existing:
+            _ip("netns", "delete", ns)
+    left = [n for n in netns_list() if n.startswith(mine)]
+    if left:
+        raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
+    if d.exists() and not keep_dir:
+        shutil.rmtree(d)
+    if killed:
+        log(f"lab {lab_id}: stopped {sum(len(v) for v in killed.values())} process(es) left in "
+            f"{', '.join(sorted(killed))}")
+    log(f"lab {lab_id}: down")
+    return {"namespaces": [n for n in wanted if n in existing], "killed": killed}
+
+
+# --- up --------------------------------------------------------------------------------------------------
+SSHD_CONFIG = """\
+# sshd of lab host {name} (made by testbeds/lab.py; key authentication only)
+Port 22
+ListenAddress {address}
+HostKey {hostkey}
+PidFile {pidfile}
+AuthorizedKeysFile {authorized}
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+PrintMotd no
+UseDNS no
+MaxStartups 100:30:200
+MaxSessions 50
+Subsystem sftp internal-sftp
+"""
+
+
+def _keygen(path: Path, comment: str) -> None:
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+
+
+def up(lab_id: str, servers: int = 3, clients: int = 1, subnet: str = "10.77.0.0/24", base: Path | None = None,
+       log=print, timeout: float = 30) -> Path:
+    """Make the lab and write its inventory; returns the inventory's path. A stale lab of the same id is
+    removed first; a failure removes everything made so far."""
+    if not Path(SSHD).exists():
+        raise TestbedError(f"lab: {SSHD} not found (Debian package openssh-server, env/apt-packages.txt)")
+    p = plan(lab_id, servers, clients, subnet, base)
+    d = Path(p["dir"])
+    if (d / "state.json").exists() or any(n.startswith(f"{PREFIX}-{lab_id}-") for n in netns_list()):
+        log(f"lab {lab_id}: stale lab found; removing it first")
+        down(lab_id, base, log=log)
+    for sub in ("keys", "sshd", "hosts"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(d / "state.json", p)  # before anything is made: `down` finds all of it
+    t0 = time.monotonic()
+    try:
+        _make(p, d, log, timeout)
+    except BaseException:
+        log(f"lab {lab_id}: up failed; removing what was made")
+        try:
+            down(lab_id, base, log=log)
+        except Exception as e:  # keep the original error
+            log(f"lab {lab_id}: cleanup after failed up: {e}")
+        raise
+    log(f"lab {lab_id}: {servers} server(s) + {clients} client(s) up in {time.monotonic() - t0:.1f} s: "
+        f"{d / 'inventory.json'}")
+    return d / "inventory.json"
+
+
+def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
+    sw, br, ctl = p["switch"], p["bridge"], p["controller"]
+    keys = d / "keys"
+    _keygen(keys / "id_ed25519", f"streambench-lab-{p['id']}")
+    (keys / "authorized_keys").write_text((keys / "id_ed25519.pub").read_text())
+    _ip("netns", "add", sw)
+    _ip("link", "set", "lo", "up", ns=sw)
+    _ip("link", "add", br, "type", "bridge", ns=sw)
+    _ip("link", "set", br, "up", ns=sw)
+    known = []
+    for node in [ctl, *p["hosts"]]:
+        ns = node["netns"]
+        _ip("netns", "add", ns)
+        _ip("link", "set", "lo", "up", ns=ns)
+        # both ends are created inside the namespaces: nothing ever appears in the root namespace
+        _ip("link", "add", node["veth"], "type", "veth", "peer", "name", node["peer"], "netns", sw, ns=ns)
+        _ip("link", "set", node["peer"], "master", br, ns=sw)
+        _ip("link", "set", node["peer"], "up", ns=sw)
+        _ip("addr", "add", f"{node['address']}/{p['prefixlen']}", "dev", node["veth"], ns=ns)
+        _ip("link", "set", node["veth"], "up", ns=ns)
+    for h in p["hosts"]:
+        name = h["name"]
+        root = Path(h["root"])
+        for sub in ("opt/streambench", "data/journal", "data/ledger", "data/log"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        hostkey = keys / f"host-{name}"
+        _keygen(hostkey, f"{name}.lab-{p['id']}")
+        known.append(f"{h['address']} {(keys / f'host-{name}.pub').read_text().split(' ')[0]} "
+                     f"{(keys / f'host-{name}.pub').read_text().split(' ')[1]}")
+        conf = d / "sshd" / f"{name}.conf"
+        conf.write_text(SSHD_CONFIG.format(name=name, address=h["address"], hostkey=hostkey,
+                                           pidfile=d / "sshd" / f"{name}.pid", authorized=keys / "authorized_keys"))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+        run(["ip", "netns", "exec", h["netns"], "unshare", "--uts", "sh", "-c",
+             'hostname "$1" && exec "$2" -f "$3" -E "$4"', "sh", name, SSHD, str(conf),
+             str(d / "sshd" / f"{name}.log")], what=f"lab: sshd of {name}")
+    (keys / "known_hosts").write_text("\n".join(known) + "\n")
+    # wait until every sshd accepts connections (from the controller namespace)
+    deadline = time.monotonic() + timeout
+    for h in p["hosts"]:
+        while not _port_open(ctl["netns"], h["address"], 22):
+            if time.monotonic() > deadline:
+                raise TestbedError(f"lab: sshd of {h['name']} ({h['address']}:22) not answering after "
+                                   f"{timeout:.0f} s; see {d / 'sshd' / (h['name'] + '.log')}")
+            time.sleep(0.2)
+    atomic_write_json(d / "inventory.json", inventory_doc(p, d))
+    inv_mod.load(d / "inventory.json")  # what we wrote must pass our own checks
+
+
+def _port_open(ns: str, addr: str, port: int) -> bool:
+    res = subprocess.run(["ip", "netns", "exec", ns, "bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}"],
+                         capture_output=True, timeout=10)
+    return res.returncode == 0
+
+
+def inventory_doc(p: dict[str, Any], d: Path) -> dict[str, Any]:
+    keys = d / "keys"
+    hosts = []
+    for h in p["hosts"]:
+        root = h["root"]
+        hosts.append({"name": h["name"], "roles": h["roles"], "address": h["address"], "root": root,
+                      "workDir": f"{root}/opt/streambench",
+                      "dataDirs": {"journal": f"{root}/data/journal", "ledger": f"{root}/data/ledger",
+                                   "log": f"{root}/data/log"},
+                      "facts": None})
+    return {"schemaVersion": 1, "testbed": "lab", "id": p["id"], "createdAt": now(),
+            "ssh": {"user": "root", "port": 22, "privateKey": str(keys / "id_ed25519"),
+                    "knownHosts": str(keys / "known_hosts"),
+                    "options": ["StrictHostKeyChecking=yes", "PasswordAuthentication=no", "BatchMode=yes"]},
+            "hosts": hosts,
+            "network": {"subnet": p["subnet"], "bridge": p["bridge"], "switchNetns": p["switch"],
+                        "controllerAddress": p["controller"]["address"], "interHostDelay": False},
+            "provider": {"kind": "lab", "dir": str(d), "controllerNetns": p["controller"]["netns"],
+                         "sharedFilesystem": True,
+                         "netns": {h["name"]: h["netns"] for h in p["hosts"]},
+                         "sshdPidFiles": {h["name"]: str(d / "sshd" / f"{h['name']}.pid") for h in p["hosts"]}}}
+
+
+def status(lab_id: str, base: Path | None = None) -> dict[str, Any]:
+    d = lab_dir(lab_id, base)
+    mine = [n for n in netns_list() if n.startswith(f"{PREFIX}-{lab_id}-")]
+    sshd = {}
+    for f in sorted((d / "sshd").glob("*.pid")) if (d / "sshd").is_dir() else []:
+        try:
+            pid = int(f.read_text().split()[0])
+            sshd[f.stem] = pid if Path(f"/proc/{pid}").exists() else None
+        except (OSError, ValueError, IndexError):
+            sshd[f.stem] = None
+    procs = {n: len(netns_pids(n)) for n in mine}
+    return {"id": lab_id, "dir": str(d), "state": "up" if mine else "down", "namespaces": mine,
+            "processes": procs, "sshd": sshd,
+            "inventory": str(d / "inventory.json") if (d / "inventory.json").exists() else None}
+
+
+def exec_in_controller(lab_id: str, cmd: list[str], base: Path | None = None) -> int:
+    p = json.loads((lab_dir(lab_id, base) / "state.json").read_text())
+    return subprocess.call(["ip", "netns", "exec", p["controller"]["netns"], *cmd])
+
+
+def port_reachable(addr: str, port: int, timeout: float = 2) -> bool:
+    try:
+        with socket.create_connection((addr, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

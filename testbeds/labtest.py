@@ -1,0 +1,118 @@
+"""End-to-end check of the lab (env/test): 3 servers + 1 client, one Kafka and one Pulsar cell at L1 (the ci
+scale's E000-LAT1 workload, a few seconds each) through workloads/run.py's hooks, 0 lost / 0 duplicated, then
+no namespace, sshd, broker or runner left.
+
+  python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import deploy, lab
+from .hooks import INVENTORY_ENV
+from .inventory import load
+from .util import TestbedError, root
+
+WORKLOAD = "1-topic-100-partitions-1kb-2p-2c-200k"
+
+
+def say(msg: str) -> None:
+    print(f"[labtest] {msg}", flush=True)
+
+
+def cell(system: str, out: Path, inv_path: Path) -> dict:
+    key = f"{system}/L1/{WORKLOAD}/rep-1"
+    env = dict(os.environ, **{INVENTORY_ENV: str(inv_path)})
+    cmd = [sys.executable, "-m", "workloads.run", "--clusters", str(out / "clusters"), "--testbed", "labtest",
+           "--scale", "ci", "--system", system, "--level", "L1", "--tuning", "tuned", "--workload", WORKLOAD,
+           "--rep", "1", "--default-tuning", "tuned", "--in-experiments", "E000-LAT1",
+           "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-tuned.yaml"),
+           "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
+           "--log", str(out / "logs" / f"{key}.log")]
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=root(), env=env, check=True, timeout=900)
+    rec = json.loads((out / "status" / f"{key}.json").read_text())
+    rec["seconds"] = round(time.monotonic() - t0, 1)
+    return rec
+
+
+def leftovers(state: dict) -> list[str]:
+    """What of the lab still exists: namespaces, sshd processes, processes in its namespaces."""
+    out = [f"namespace {n}" for n in lab.netns_list() if n.startswith(f"{lab.PREFIX}-{state['id']}-")]
+    for pid in state.get("pids", []):
+        if Path(f"/proc/{pid}").exists():
+            try:
+                st = Path(f"/proc/{pid}/stat").read_text()
+                if st[st.rindex(")") + 2] != "Z":
+                    out.append(f"process {pid} ({st[st.index('(') + 1:st.rindex(')')]})")
+            except OSError:
+                pass
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--id", default="t12")
+    ap.add_argument("--subnet", default="10.77.0.0/24")
+    ap.add_argument("--out", type=Path, default=root() / "data" / "runs" / "labtest")
+    ap.add_argument("--systems", default="kafka,pulsar")
+    a = ap.parse_args(argv)
+    shutil.rmtree(a.out, ignore_errors=True)
+    failures = []
+    seen = {"id": a.id, "pids": []}
+    t0 = time.monotonic()
+    try:
+        inv_path = lab.up(a.id, 3, 1, a.subnet, log=say)
+        inv = load(inv_path)
+        d = Path(inv.provider["dir"])
+        seen["pids"] += [int(Path(f).read_text().split()[0]) for f in inv.provider["sshdPidFiles"].values()]
+        tp = time.monotonic()
+        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path)], check=True,
+                       cwd=root(), timeout=1800)
+        say(f"prepared in {time.monotonic() - tp:.0f} s")
+        for system in [s for s in a.systems.split(",") if s]:
+            rec = cell(system, a.out, inv_path)
+            au = rec.get("audit") or {}
+            say(f"{system} L1: {rec['status']} in {rec['seconds']} s, sent {au.get('sent')}, lost {au.get('lost')}, "
+                f"duplicated {au.get('duplicated')}" + (f": {rec.get('error', '').splitlines()[0]}"
+                                                       if rec["status"] != "ok" else ""))
+            if rec["status"] != "ok" or au.get("lost") != 0 or au.get("duplicated") != 0:
+                failures.append(f"{system} L1 cell: {rec['status']} lost={au.get('lost')} dup={au.get('duplicated')}")
+            elif not Path(rec["result"]).is_file() or not Path(rec["result"]).with_suffix(".parts").is_dir():
+                failures.append(f"{system} L1 cell: no result or no parts beside {rec['result']}")
+        subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
+                       cwd=root(), env=dict(os.environ, **{INVENTORY_ENV: str(inv_path)}), check=True, timeout=600)
+        # after the clusters are down only the sshds (and their sessions) may be left in the host namespaces
+        for h, ns in inv.provider["netns"].items():
+            for pid in lab.netns_pids(ns):
+                try:
+                    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                except OSError:
+                    continue
+                seen["pids"].append(pid)
+                if comm != "sshd":
+                    failures.append(f"host {h}: process {pid} ({comm}) left after the clusters were stopped")
+    except (TestbedError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        failures.append(str(e))
+    finally:
+        try:
+            lab.down(a.id, log=say)
+        except TestbedError as e:
+            failures.append(str(e))
+    left = leftovers(seen)
+    failures += [f"left after lab down: {x}" for x in left]
+    say(f"done in {time.monotonic() - t0:.0f} s")
+    for f in failures:
+        print(f"labtest: FAIL {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

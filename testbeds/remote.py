@@ -1,0 +1,154 @@
+"""Reaching the hosts of an inventory: ssh/scp command lines, the Ansible inventory, ansible-playbook.
+
+Everything here runs on the controller; for the lab that is its controller namespace (the CLI re-enters it,
+see testbeds/util.reexec_in). Nothing assumes loopback: every host is reached at its inventory address.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .inventory import Host, Inventory
+from .util import TestbedError, atomic_write_json, cache_dir
+
+HERE = Path(__file__).resolve().parent
+ANSIBLE_DIR = HERE / "ansible"
+
+
+def ssh_options(h: Host) -> list[str]:
+    s = h.ssh
+    opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5",
+            "-o", "ServerAliveCountMax=3", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR",
+            "-i", s["privateKey"], "-p", str(s.get("port", 22))]
+    if s.get("knownHosts"):
+        opts += ["-o", f"UserKnownHostsFile={s['knownHosts']}", "-o", "StrictHostKeyChecking=yes"]
+    for o in s.get("options", []):
+        opts += ["-o", o]
+    return opts
+
+
+def ssh_cmd(h: Host, command: str) -> list[str]:
+    return ["ssh", *ssh_options(h), f"{h.ssh['user']}@{h.ssh_address}", command]
+
+
+def ssh(h: Host, command: str, *, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a shell command on host h; a connection or auth failure is a one-line error naming the host."""
+    try:
+        res = subprocess.run(ssh_cmd(h, command), capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise TestbedError(f"host {h.name} ({h.ssh_address}): no answer over ssh within {timeout:.0f} s") from None
+    if res.returncode == 255:
+        why = (res.stderr.strip().splitlines() or ["ssh failed"])[-1]
+        raise TestbedError(f"host {h.name} ({h.ssh_address}): unreachable over ssh: {why}")
+    if check and res.returncode != 0:
+        why = (res.stderr.strip() or res.stdout.strip()).splitlines()
+        raise TestbedError(f"host {h.name}: `{command[:80]}` exited {res.returncode}: {why[-1] if why else ''}")
+    return res
+
+
+def scp_from(h: Host, remote: str, local: Path, timeout: float = 300) -> None:
+    opts = [o.replace("-p", "-P") if o == "-p" else o for o in ssh_options(h)]
+    local.parent.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["scp", "-q", *opts, f"{h.ssh['user']}@{h.ssh_address}:{remote}", str(local)],
+                         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        why = (res.stderr.strip().splitlines() or ["scp failed"])[-1]
+        raise TestbedError(f"host {h.name}: cannot fetch {remote}: {why}")
+
+
+def scp_to(h: Host, local: Path, remote: str, timeout: float = 300) -> None:
+    opts = [o.replace("-p", "-P") if o == "-p" else o for o in ssh_options(h)]
+    res = subprocess.run(["scp", "-q", *opts, str(local), f"{h.ssh['user']}@{h.ssh_address}:{remote}"],
+                         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        why = (res.stderr.strip().splitlines() or ["scp failed"])[-1]
+        raise TestbedError(f"host {h.name}: cannot copy {local} to {remote}: {why}")
+
+
+# --- Ansible ---------------------------------------------------------------------------------------------
+def ansible_inventory(inv: Inventory) -> dict[str, Any]:
+    """The Ansible inventory (YAML/JSON form) of an inventory: groups `server` and `client`, per-host vars."""
+    hosts = {}
+    for h in inv.hosts:
+        s = h.ssh
+        common = ["-o IdentitiesOnly=yes", "-o ServerAliveInterval=5", "-o ConnectTimeout=10"]
+        if s.get("knownHosts"):
+            common += [f"-o UserKnownHostsFile={s['knownHosts']}", "-o StrictHostKeyChecking=yes"]
+        common += [f"-o {o}" for o in s.get("options", [])]
+        hosts[h.name] = {
+            "ansible_host": h.ssh_address, "ansible_user": s["user"], "ansible_port": s.get("port", 22),
+            "ansible_ssh_private_key_file": s["privateKey"], "ansible_ssh_common_args": " ".join(common),
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "sb_address": h.address, "sb_root": h.root, "sb_work": h.work_dir,
+            "sb_data": {r: h.data_dir(r) for r in ("journal", "ledger", "log")},
+            "sb_data_fields": {r: (f"dataDirs.{r}" if r in h.data_dirs else "dataDirs.log")
+                               for r in ("journal", "ledger", "log")},
+            "sb_index": inv.hosts.index(h),
+        }
+    groups = {}
+    for role in ("server", "client"):
+        groups[role] = {"hosts": {h.name: None for h in inv.with_role(role)}}
+    return {"all": {"hosts": hosts, "children": groups,
+                    "vars": {"sb_inventory_file": str(inv.path), "sb_testbed": inv.testbed, "sb_id": inv.id}}}
+
+
+def ansible_env(inv: Inventory) -> dict[str, str]:
+    home = cache_dir() / "ansible"
+    home.mkdir(parents=True, exist_ok=True)
+    e = dict(os.environ)
+    e.update({"ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_HOME": str(home),
+              "ANSIBLE_LOCAL_TEMP": str(home / "tmp"), "ANSIBLE_NOCOLOR": "1",
+              "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+              # one directory of ssh control sockets per testbed instance (short: unix socket paths are limited)
+              "ANSIBLE_SSH_CONTROL_PATH_DIR":
+                  f"/tmp/sb-cp-{inv.testbed}-{inv.id}-{hashlib.sha1(str(inv.path.resolve()).encode()).hexdigest()[:8]}"})
+    return e
+
+
+def playbook(inv: Inventory, name: str, extra: dict[str, Any] | None = None, *, log: Path,
+             limit: str | None = None, timeout: float = 900) -> None:
+    """Run testbeds/ansible/<name>.yml on the inventory's hosts; output to log. On failure: one line naming
+    the failed host(s) and the task's message (the inventory file and field when a check says so)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sb-ansible-", dir=log.parent) as tmp:
+        hosts_file = Path(tmp) / "hosts.json"
+        atomic_write_json(hosts_file, ansible_inventory(inv))
+        vars_file = Path(tmp) / "vars.json"
+        atomic_write_json(vars_file, extra or {})
+        result_file = Path(tmp) / "failures.json"
+        cmd = ["ansible-playbook", "-i", str(hosts_file), "-e", f"@{vars_file}", str(ANSIBLE_DIR / f"{name}.yml")]
+        if limit:
+            cmd += ["--limit", limit]
+        env = ansible_env(inv)
+        env["SB_FAILURES_FILE"] = str(result_file)
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "sb_failures"
+        env["ANSIBLE_CALLBACK_PLUGINS"] = str(ANSIBLE_DIR / "callback_plugins")
+        t0 = time.monotonic()
+        with open(log, "a") as fh:
+            fh.write(f"$ {shlex.join(cmd)}\n")
+            fh.flush()
+            try:
+                res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=timeout,
+                                     stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                raise TestbedError(f"ansible {name}: not finished within {timeout:.0f} s (log {log})") from None
+            fh.write(f"# {name}: exit {res.returncode} in {time.monotonic() - t0:.1f} s\n")
+        if res.returncode != 0:
+            fails = []
+            try:
+                fails = json.loads(result_file.read_text())
+            except (OSError, ValueError):
+                pass
+            if fails:
+                f = fails[0]
+                more = f" (and {len(fails) - 1} more)" if len(fails) > 1 else ""
+                raise TestbedError(f"host {f['host']}: {name}: {f['task']}: {f['msg']}{more} (log {log})")
+            raise TestbedError(f"ansible {name}: exit {res.returncode} (log {log})")

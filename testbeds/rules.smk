@@ -1,0 +1,102 @@
+# Snakemake rules of the testbeds stage (included by the root Snakefile before workloads/rules.smk).
+# With testbed `lab` (`--profile lab`): lab up -> prepare -> probes per server host -> the benchmark matrix
+# (workloads/rules.smk; its runs wait for TESTBED_READY and reach the hosts through STREAMBENCH_INVENTORY) ->
+# lab down once every run is done. On any other testbed nothing here runs and TESTBED_READY is empty.
+#   data/runs/lab/testbed/inventory.json      the lab's inventory (a copy; removed by lab down)
+#   data/runs/lab/testbed/prepared.json       hosts prepared (removed by lab down)
+#   data/raw/lab/probes/<host>/*.json         probes per server host, each recording the inventory
+#   data/runs/lab/testbed/down.json           the lab is down (the last step)
+import json as _tb_json
+import os as _tb_os
+
+from testbeds import hooks as _tb_hooks
+
+TB_TESTBED = config["testbed"]
+TB_LAB = config["testbeds"]["lab"]
+TESTBED_READY = []          # every benchmark run waits for these (TESTBED_RUN_INPUTS below)
+TESTBED_ON_ERROR = []       # workloads/rules.smk's onerror calls these after stopping the cluster
+
+if TB_TESTBED == "lab":
+    TB_DIR = "data/runs/lab/testbed"
+    TB_INVENTORY = f"{TB_DIR}/inventory.json"
+    TB_PREPARED = f"{TB_DIR}/prepared.json"
+    TB_PROBES = f"{TB_DIR}/probes.json"   # marker: the probes are in data/raw/lab/probes/<host>/
+    TESTBED_READY = [TB_PROBES]  # the order of the issue: lab up -> prepare -> probes -> the matrix
+
+    def TESTBED_RUN_INPUTS(run):  # the Snakefile's hook: what every benchmark run waits for (mtime ignored)
+        return [ancient(p) for p in TESTBED_READY]
+    # jobs (workloads/run.py) reach the hosts through the inventory
+    _tb_os.environ[_tb_hooks.INVENTORY_ENV] = _tb_os.path.abspath(TB_INVENTORY)
+
+    def _tb_lab_down():
+        shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED}")
+
+    TESTBED_ON_ERROR.append(_tb_lab_down)
+
+    rule testbed_lab_up:
+        """The lab's namespaces, bridge and per-host sshd; its inventory."""
+        output:
+            TB_INVENTORY,
+        log:
+            f"logs/{TB_TESTBED}/testbed/lab-up.log",
+        params:
+            lab=TB_LAB,
+        shell:
+            "python -m testbeds lab up --id {params.lab[id]} --servers {params.lab[servers]}"
+            " --clients {params.lab[clients]} --subnet {params.lab[subnet]} --inventory-out {output} 2> {log}"
+
+    rule testbed_prepare:
+        """Every host prepared with Ansible: directories, limits, JDK, distributions and runner shipped."""
+        input:
+            inventory=TB_INVENTORY,
+            runner="runner/target/omb-runner.jar",
+            dists=list(SYSTEMS_DIST_STAMP.values()),
+        output:
+            TB_PREPARED,
+        log:
+            f"logs/{TB_TESTBED}/testbed/prepare.log",
+        shell:
+            "python -m testbeds prepare --inventory {input.inventory} --log {log}.ansible 2> {log}"
+            " && python -m testbeds ping --inventory {input.inventory} --log {log}.ansible 2>> {log}"
+            " && cp {input.inventory} {output}"
+
+    rule testbed_probes:
+        """dd and fio on every server host's data directories (one host after another)."""
+        input:
+            ancient(TB_PREPARED),
+        output:
+            TB_PROBES,
+        log:
+            f"logs/{TB_TESTBED}/testbed/probes.log",
+        params:
+            out=f"data/raw/{TB_TESTBED}/probes",
+            inventory=TB_INVENTORY,
+            hw=lambda wc: _tb_json.dumps({"hw_probes": config["hw_probes"]}),
+        resources:
+            cluster=1,
+        shell:
+            "echo {params.hw:q} > {log}.config.json"
+            " && python -m testbeds probes --inventory {params.inventory} --out {params.out}"
+            " --config {log}.config.json 2> {log} && cp {params.inventory} {output}"
+
+    rule testbed_lab_down:
+        """The lab removed once every run is done and the probes are in."""
+        input:
+            runs=f"data/runs/{TB_TESTBED}/benchmarks.json",
+            probes=TB_PROBES,
+        output:
+            f"{TB_DIR}/down.json",
+        log:
+            f"logs/{TB_TESTBED}/testbed/lab-down.log",
+        params:
+            lab=TB_LAB,
+            inventory=TB_INVENTORY,
+            prepared=TB_PREPARED,
+        resources:
+            cluster=1,
+        shell:
+            "python -m testbeds lab down --id {params.lab[id]} 2> {log}"
+            " && rm -f {params.inventory} {params.prepared}"
+            " && echo '{{\"down\": true}}' > {output}"
+
+    ALL_TARGETS.extend([TB_PROBES, f"{TB_DIR}/down.json"])

@@ -1,0 +1,64 @@
+"""The host-side helper as shipped (sbnode.py + a copy of systems/proc.py + the stdlib shim), run by the
+system's python3 with no third-party package: start records a pid file, status sees it, stop ends it;
+`once` returns the command's exit code and leaves no pid file."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testbeds import deploy
+
+PY = shutil.which("python3", path="/usr/bin:/bin")
+
+
+@pytest.fixture()
+def shipped(tmp_path):
+    v = deploy.ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
+    lib = tmp_path / "lib"
+    (lib / "sbhost").mkdir(parents=True)
+    shutil.copy(v["sbnode"], lib / "sbnode.py")
+    shutil.copy(v["proc"], lib / "sbhost" / "proc.py")
+    shutil.copy(v["shim"], lib / "sbhost" / "util.py")
+    shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
+    return lib
+
+
+def _sb(lib, *args):
+    return subprocess.run([PY, "-I", str(lib / "sbnode.py"), *map(str, args)], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.skipif(PY is None, reason="no system python3")
+def test_start_status_stop(shipped, tmp_path):
+    run = tmp_path / "run"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"node": "n1", "rundir": str(run), "cmd": ["sleep", "300"], "env": {},
+                                "cwd": str(run / "n1"), "log": str(run / "n1" / "node.log"), "stopStage": 0}))
+    r = _sb(shipped, "start", spec)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.strip())
+    assert (run / "pids" / "n1.json").is_file()
+    assert json.loads(_sb(shipped, "status", run).stdout) == {"n1": True}
+    r = _sb(shipped, "stop", run, "--timeout", "5")
+    assert json.loads(r.stdout)["stopped"] == ["n1"]
+    time.sleep(0.2)
+    st = Path(f"/proc/{pid}/stat")
+    assert not st.exists() or st.read_text().split(") ")[1].startswith("Z")
+    assert json.loads(_sb(shipped, "status", run).stdout) == {}
+
+
+@pytest.mark.skipif(PY is None, reason="no system python3")
+def test_once_exit_code(shipped, tmp_path):
+    run = tmp_path / "run"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"node": "fmt", "rundir": str(run), "cmd": ["sh", "-c", "echo boom; exit 7"],
+                                "env": {}, "cwd": str(run), "log": str(run / "fmt.log"), "timeout": 30}))
+    r = _sb(shipped, "once", spec)
+    assert r.returncode == 7
+    assert "boom" in r.stderr
+    assert not (run / "pids" / "fmt.json").exists()
