@@ -1,38 +1,32 @@
 """The thin hooks through which workloads/run.py runs on a multi-host testbed.
 
-When STREAMBENCH_INVENTORY names an inventory (set by testbeds/rules.smk for `--profile lab`, later aws),
-the cluster commands (`python -m systems up|status|down ...`) become `python -m testbeds cluster ...
---inventory F` with the same arguments, and the runner (`runner/bin/omb-run ARGS`) becomes
-`python -m testbeds run --inventory F ARGS` (one runner per client host, merged). Without it nothing changes.
+`python -m workloads.run --inventory F` (passed by testbeds/rules.smk for `--profile lab`, by
+testbeds/aws/rules.smk for each fleet's runs): the cluster commands (`python -m systems up|status|down ...`)
+become `python -m testbeds cluster ... --inventory F` with the same arguments, and the runner
+(`runner/bin/omb-run ARGS`) becomes `python -m testbeds run --inventory F ARGS` (one runner per client host,
+merged). The inventory a cluster was started with is recorded beside it (workloads/run.py's current.json), so
+stopping it later (`--down-all`, the workflow's error path) reaches the same hosts. Without an inventory nothing
+changes.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
 
-INVENTORY_ENV = "STREAMBENCH_INVENTORY"
 
-
-def inventory() -> str | None:
-    return os.environ.get(INVENTORY_ENV) or None
-
-
-def systems_cmd(*args: str) -> list[str]:
-    """The command line of `python -m systems ARGS` on this testbed."""
-    inv = inventory()
-    if inv is None:
+def systems_cmd(*args: str, inventory: str | None = None) -> list[str]:
+    """The command line of `python -m systems ARGS` on the testbed of this inventory (None: this machine)."""
+    if inventory is None:
         return [sys.executable, "-m", "systems", *args]
-    return [sys.executable, "-m", "testbeds", "cluster", *args, "--inventory", inv]
+    return [sys.executable, "-m", "testbeds", "cluster", *args, "--inventory", inventory]
 
 
-def runner_cmd(runner: str, *args: str) -> list[str]:
-    """The command line of `runner/bin/omb-run ARGS` on this testbed."""
-    inv = inventory()
-    if inv is None:
+def runner_cmd(runner: str, *args: str, inventory: str | None = None) -> list[str]:
+    """The command line of `runner/bin/omb-run ARGS` on the testbed of this inventory (None: this machine)."""
+    if inventory is None:
         return [runner, *args]
-    return [sys.executable, "-m", "testbeds", "run", "--inventory", inv, *args]
+    return [sys.executable, "-m", "testbeds", "run", "--inventory", inventory, *args]
 
 
 def keep_parts(tmp_out: Path, result: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,6 @@ import time
 from pathlib import Path
 
 from . import deploy, lab
-from .hooks import INVENTORY_ENV
 from .inventory import load
 from .util import TestbedError, root
 
@@ -29,15 +27,15 @@ def say(msg: str) -> None:
 
 def cell(system: str, out: Path, inv_path: Path) -> dict:
     key = f"{system}/L1/{WORKLOAD}/rep-1"
-    env = dict(os.environ, **{INVENTORY_ENV: str(inv_path)})
-    cmd = [sys.executable, "-m", "workloads.run", "--clusters", str(out / "clusters"), "--testbed", "labtest",
+    cmd = [sys.executable, "-m", "workloads.run", "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
+           "--testbed", "labtest",
            "--scale", "ci", "--system", system, "--level", "L1", "--tuning", "tuned", "--workload", WORKLOAD,
            "--rep", "1", "--default-tuning", "tuned", "--in-experiments", "E000-LAT1",
            "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-tuned.yaml"),
            "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
            "--log", str(out / "logs" / f"{key}.log")]
     t0 = time.monotonic()
-    subprocess.run(cmd, cwd=root(), env=env, check=True, timeout=900)
+    subprocess.run(cmd, cwd=root(), check=True, timeout=900)
     rec = json.loads((out / "status" / f"{key}.json").read_text())
     rec["seconds"] = round(time.monotonic() - t0, 1)
     return rec
@@ -87,8 +85,9 @@ def main(argv=None) -> int:
                 failures.append(f"{system} L1 cell: {rec['status']} lost={au.get('lost')} dup={au.get('duplicated')}")
             elif not Path(rec["result"]).is_file() or not Path(rec["result"]).with_suffix(".parts").is_dir():
                 failures.append(f"{system} L1 cell: no result or no parts beside {rec['result']}")
+        # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
-                       cwd=root(), env=dict(os.environ, **{INVENTORY_ENV: str(inv_path)}), check=True, timeout=600)
+                       cwd=root(), check=True, timeout=600)
         # after the clusters are down only the sshds (and their sessions) may be left in the host namespaces
         for h, ns in inv.provider["netns"].items():
             for pid in lab.netns_pids(ns):

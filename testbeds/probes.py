@@ -1,7 +1,7 @@
 """Hardware probes on every server host of an inventory: hw-probes' own probes (dd, dd with fdatasync, fio
 sequential write, fio fsync latency, and the host facts) run on the host, on each of its data directories.
 
-  python -m testbeds probes --inventory F --out data/raw/<testbed>/probes [--config env/config.yaml]
+  python -m testbeds probes --inventory F --out data/raw/<testbed>/probes [--config env/config.yaml] [--summary S]
 
 Results: <out>/<host>/<probe>-<disk role>.json and <out>/<host>/host.json (the hw-probes format), each with
 an added `inventory` block (the inventory file, testbed, id, the host's name, roles and address). The probed
@@ -93,11 +93,15 @@ def write_facts(inv: Inventory, out: Path) -> None:
     atomic_write_json(inv.path, doc)
 
 
-def run(inv: Inventory, out: Path, hw: dict[str, Any], log=print) -> None:
+def run(inv: Inventory, out: Path, hw: dict[str, Any], log=print, summary: Path | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for h in inv.servers:
         probe_host(inv, h, hw, out, log=log)
     write_facts(inv, out)
+    if summary is not None:  # one file naming what was probed (the aws DAG's per-fleet target)
+        files = sorted(str(f) for h in inv.servers for f in (out / h.name).glob("*.json"))
+        atomic_write_json(summary, {"inventory": str(inv.path), "hosts": [h.name for h in inv.servers],
+                                    "files": files})
 
 
 def add_parser(sub) -> None:
@@ -105,6 +109,7 @@ def add_parser(sub) -> None:
     p.add_argument("--inventory", required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--config", help="YAML with a hw_probes section (sizes); default: hw-probes' defaults")
+    p.add_argument("--summary", type=Path, help="also write a JSON naming the hosts and the result files")
     p.set_defaults(func=_main)
 
 
@@ -114,5 +119,5 @@ def _main(a, load_inv, log) -> int:
     if a.config:
         import yaml
         hw = (yaml.safe_load(Path(a.config).read_text()) or {}).get("hw_probes", {}) or {}
-    run(inv, a.out, {k: v for k, v in hw.items() if k in DEFAULTS}, log=log)
+    run(inv, a.out, {k: v for k, v in hw.items() if k in DEFAULTS}, log=log, summary=a.summary)
     return 0

@@ -1,15 +1,13 @@
 # Snakemake rules of the testbeds stage (included by the root Snakefile before workloads/rules.smk).
 # With testbed `lab` (`--profile lab`): lab up -> prepare -> probes per server host -> the benchmark matrix
-# (workloads/rules.smk; its runs wait for TESTBED_READY and reach the hosts through STREAMBENCH_INVENTORY) ->
+# (workloads/rules.smk; its runs wait for TESTBED_READY and reach the hosts through `--inventory`) ->
 # lab down once every run is done. On any other testbed nothing here runs and TESTBED_READY is empty.
 #   data/runs/lab/testbed/inventory.json      the lab's inventory (a copy; removed by lab down)
 #   data/runs/lab/testbed/prepared.json       hosts prepared (removed by lab down)
 #   data/raw/lab/probes/<host>/*.json         probes per server host, each recording the inventory
 #   data/runs/lab/testbed/down.json           the lab is down (the last step)
 import json as _tb_json
-import os as _tb_os
 
-from testbeds import hooks as _tb_hooks
 
 TB_TESTBED = config["testbed"]
 TB_LAB = config["testbeds"]["lab"]
@@ -25,8 +23,9 @@ if TB_TESTBED == "lab":
 
     def TESTBED_RUN_INPUTS(run):  # the Snakefile's hook: what every benchmark run waits for (mtime ignored)
         return [ancient(p) for p in TESTBED_READY]
-    # jobs (workloads/run.py) reach the hosts through the inventory
-    _tb_os.environ[_tb_hooks.INVENTORY_ENV] = _tb_os.path.abspath(TB_INVENTORY)
+
+    def TESTBED_RUN_ARGS(run):  # the Snakefile's hook: workloads/run.py reaches the hosts through the inventory
+        return f"--inventory {TB_INVENTORY}"
 
     def _tb_lab_down():
         shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED}")

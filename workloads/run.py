@@ -72,8 +72,8 @@ class CellFailure(RuntimeError):
         self.reason, self.phase = reason, phase
 
 
-def systems_cli(*args: str, log: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    cmd = hooks.systems_cmd(*args)
+def systems_cli(*args: str, log: Path, timeout: float = 900, inventory: str | None = None) -> subprocess.CompletedProcess:
+    cmd = hooks.systems_cmd(*args, inventory=inventory)
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         fh.flush()
@@ -121,10 +121,12 @@ def runner_phase(*logs: Path) -> str:
 
 
 class Clusters:
-    """The one cluster this testbed has running, recorded in <clusters>/current.json."""
+    """The one cluster this testbed has running, recorded in <clusters>/current.json (with the inventory of the
+    hosts it runs on, if any: a cluster is always stopped through the inventory it was started with)."""
 
-    def __init__(self, base: Path, limits: dict | None = None):
+    def __init__(self, base: Path, limits: dict | None = None, inventory: str | None = None):
         self.base = base
+        self.inventory = inventory
         self.current = base / "current.json"
         self.kept = base / "kept.json"
         self.limits = guard.limits_with_defaults(limits)
@@ -136,9 +138,9 @@ class Clusters:
             return None
 
     @staticmethod
-    def running(rundir: str) -> bool:
+    def running(rundir: str, inventory: str | None = None) -> bool:
         """True when every node of the cluster in rundir still runs (`systems status` says "running")."""
-        res = subprocess.run(hooks.systems_cmd("status", "--dir", rundir), cwd=ROOT,
+        res = subprocess.run(hooks.systems_cmd("status", "--dir", rundir, inventory=inventory), cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         try:
             return res.returncode == 0 and json.loads(res.stdout).get("state") == "running"
@@ -151,7 +153,8 @@ class Clusters:
         cur = self.read()
         if cur is None:
             return
-        res = systems_cli("down", "--dir", cur["dir"], log=log, timeout=self.limits["systems_timeout_seconds"])
+        res = systems_cli("down", "--dir", cur["dir"], log=log, timeout=self.limits["systems_timeout_seconds"],
+                          inventory=cur.get("inventory"))
         self.current.unlink(missing_ok=True)
         if res.returncode != 0:
             return  # something still runs: never delete under a live process; the next `up` reports it
@@ -197,7 +200,8 @@ class Clusters:
 
     def ensure(self, run: plan.Run, log: Path, need_bytes: float = 0.0) -> Path:
         cur = self.read()
-        if cur and cur["key"] == run.cluster_key and self.running(cur["dir"]):
+        if (cur and cur["key"] == run.cluster_key and cur.get("inventory") == self.inventory
+                and self.running(cur["dir"], cur.get("inventory"))):
             try:
                 guard.check_disk(self.base, need_bytes, self.limits, f"cell {run.key}")
             except guard.DiskShort as exc:
@@ -213,14 +217,15 @@ class Clusters:
         except guard.DiskShort as exc:
             raise CellFailure("disk", str(exc), "set-up") from None
         rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
-        scale.write_atomic(self.current, json.dumps({"key": run.cluster_key, "dir": str(rundir), "since": now()}))
+        scale.write_atomic(self.current, json.dumps({"key": run.cluster_key, "dir": str(rundir), "since": now(),
+                                                     "inventory": self.inventory}))
         res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), log=log,
-                          timeout=self.limits["systems_timeout_seconds"])
+                          timeout=self.limits["systems_timeout_seconds"], inventory=self.inventory)
         if res.returncode != 0:
             self.down(log, failed=True)
             raise CellFailure("cluster", f"cluster {run.cluster_key} did not start (see {log})", "systems-up")
         owner = os.environ.get(watch.OWNER_ENV)
-        if owner and owner.isdigit() and not hooks.inventory():  # a lab is torn down by its own rules
+        if owner and owner.isdigit() and self.inventory is None:  # a multi-host testbed has its own teardown
             watch.spawn(int(owner), self.base, rundir)
         return rundir
 
@@ -284,7 +289,8 @@ def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, run
 
 
 def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
-            driver: Path, experiments: Path = plan.EXPERIMENTS, limits: dict | None = None) -> dict:
+            driver: Path, experiments: Path = plan.EXPERIMENTS, limits: dict | None = None,
+            inventory: str | None = None) -> dict:
     doc = plan.load(experiments)
     limits = guard.limits_with_defaults(limits)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -296,8 +302,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
               "workload": run.workload_id, "baseWorkload": run.base_workload, "rate": run.rate, "rep": run.rep,
               "experiments": list(run.experiments), "scale": scale_name, "testbed": testbed, "startedAt": now(),
               "log": str(log)}
+    if inventory is not None:
+        record["inventory"] = inventory
     warnings: list[str] = []
-    cl = Clusters(clusters, limits)
+    cl = Clusters(clusters, limits, inventory)
     runner_log = work / "runner.log"
     try:
         wl_src = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
@@ -313,7 +321,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["diskNeedBytes"] = int(need)
         rundir = cl.ensure(run, log, need)
         tmp_out = work / "result.json"
-        cmd = hooks.runner_cmd(str(RUNNER)) + ["--workload", str(wl_file), "--driver", str(drv_file),
+        cmd = hooks.runner_cmd(str(RUNNER), inventory=inventory) + ["--workload", str(wl_file), "--driver", str(drv_file),
                "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
                "--deadline-seconds", str(deadline)]
         rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits)
@@ -407,7 +415,14 @@ def main(argv=None) -> int:
     ap.add_argument("--status")
     ap.add_argument("--log")
     ap.add_argument("--limits", default="{}", help="JSON of config workloads.limits (defaults: workloads/guard.py)")
+    ap.add_argument("--inventory", help="the testbed's inventory: clusters on its server hosts, runners on its client "
+                    "hosts (testbeds/hooks.py); without it everything runs on this machine")
     a = ap.parse_args(argv)
+    inventory = None
+    if a.inventory:
+        if not Path(a.inventory).is_file():
+            ap.error(f"--inventory: {a.inventory}: no such file")
+        inventory = str(Path(a.inventory).resolve())
     try:
         limits = json.loads(a.limits)
     except ValueError as exc:
@@ -415,7 +430,7 @@ def main(argv=None) -> int:
     clusters = Path(a.clusters)
     if a.down_all:
         clusters.mkdir(parents=True, exist_ok=True)
-        Clusters(clusters, limits).down(clusters / "down.log")
+        Clusters(clusters, limits).down(clusters / "down.log")  # through the inventory the cluster recorded
         return 0
     if a.forget_failed:
         print(f"forgot {forget_failed(Path(a.forget_failed))} failed run(s)")
@@ -427,7 +442,7 @@ def main(argv=None) -> int:
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, exps, a.default_tuning)
     rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.driver),
-                  Path(a.experiments), limits)
+                  Path(a.experiments), limits, inventory)
     print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok" else ""))
     return 0
 

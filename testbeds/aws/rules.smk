@@ -3,7 +3,8 @@
 #
 #   aws_up      data/runs/aws/fleets/<fleet>/inventory.json     provision (testbeds/aws/up.yml) -> the inventory;
 #                                                               each host's EC2 facts in data/raw/aws/probes/<host>/aws-instance.json
-#   aws_probes  data/raw/aws/probes/<fleet>.json                dd + fio on every server's data dirs (the lab's multi-host probes)
+#   aws_prepare data/runs/aws/fleets/<fleet>/prepared.json      every host prepared with Ansible (testbeds prepare + ping)
+#   aws_probes  data/raw/aws/probes/<fleet>.json                dd + fio on every server's data dirs (testbeds probes)
 #   benchmark_run (workloads/rules.smk)                          each run of the fleet's study, on its hosts (--inventory)
 #   aws_down    data/runs/aws/fleets/<fleet>/down.json          tear the fleet down once its runs are done; the next
 #                                                               fleet's aws_up waits for it
@@ -11,9 +12,9 @@
 #   carries the run's tag (python -m testbeds.aws down), so does `snakemake --profile aws teardown`.
 #
 # Nothing is created before the onstart gate: it prints the instance-hours and the on-demand cost of the planned
-# jobs and refuses unless aws.confirm is true, the credentials resolve, and the multi-host parts exist.
+# jobs and refuses unless aws.confirm is true and the credentials resolve.
 if config["testbed"] == "aws":
-    import importlib.util as _aws_importlib
+    import json as _aws_json
     import sys as _aws_sys
 
     from testbeds.aws import plan as _aws_plan
@@ -35,9 +36,14 @@ if config["testbed"] == "aws":
     def _aws_inventory(fleet):
         return f"{AWS_DIR}/{fleet}/inventory.json"
 
-    # each run needs its fleet's inventory and passes it to the multi-host runner
+    def _aws_prepared(fleet):
+        return f"{AWS_DIR}/{fleet}/prepared.json"
+
+    # each run waits for its fleet's hosts to be prepared and probed, and reaches them through its inventory
+    # (workloads/run.py --inventory: clusters on the servers, runners on the clients)
     def TESTBED_RUN_INPUTS(run):
-        return [_aws_inventory(AWS_FLEET_OF[run.key])]
+        fleet = AWS_FLEET_OF[run.key]
+        return [_aws_inventory(fleet), _aws_prepared(fleet), f"data/raw/aws/probes/{fleet}.json"]
 
     def TESTBED_RUN_ARGS(run):
         return f"--inventory {_aws_inventory(AWS_FLEET_OF[run.key])}"
@@ -72,19 +78,38 @@ if config["testbed"] == "aws":
             "python -m testbeds.aws up --fleet {wildcards.fleet} --run-id {params.run} --inventory {output}"
             " --facts-dir {params.facts} --log {log}"
 
-    rule aws_probes:
-        """dd and fio on every server host's data directories (the lab's multi-host probes, testbeds.probes)."""
+    rule aws_prepare:
+        """Every host of one fleet prepared with Ansible: directories, limits, JDK, distributions, runner."""
         input:
             inventory=f"{AWS_DIR}/{{fleet}}/inventory.json",
+            runner="runner/target/omb-runner.jar",
+            dists=list(SYSTEMS_DIST_STAMP.values()),
+        output:
+            f"{AWS_DIR}/{{fleet}}/prepared.json",
+        log:
+            f"{AWS_LOGS}/prepare-{{fleet}}.log",
+        shell:
+            "python -m testbeds prepare --inventory {input.inventory} --log {log}.ansible 2> {log}"
+            " && python -m testbeds ping --inventory {input.inventory} --log {log}.ansible 2>> {log}"
+            " && cp {input.inventory} {output}"
+
+    rule aws_probes:
+        """dd and fio on every server host's data directories (testbeds probes, one host after another)."""
+        input:
+            inventory=f"{AWS_DIR}/{{fleet}}/inventory.json",
+            prepared=f"{AWS_DIR}/{{fleet}}/prepared.json",
         output:
             "data/raw/aws/probes/{fleet}.json",
         log:
             f"{AWS_LOGS}/probes-{{fleet}}.log",
+        params:
+            hw=lambda wc: _aws_json.dumps({"hw_probes": config["hw_probes"]}),
         resources:
             cluster=1,
         shell:
-            "python -m testbeds.probes --inventory {input.inventory} --out-dir data/raw/aws/probes"
-            " --summary {output} > {log} 2>&1"
+            "echo {params.hw:q} > {log}.config.json"
+            " && python -m testbeds probes --inventory {input.inventory} --out data/raw/aws/probes"
+            " --config {log}.config.json --summary {output} 2> {log}"
 
     rule aws_down:
         """Tear one fleet down once its runs are done (recorded, ok or failed) and its servers probed."""
@@ -127,13 +152,6 @@ if config["testbed"] == "aws":
             _aws_plan.check_lifetime(rows, AWS)
             _aws_plan.check_confirm(AWS)
             _aws_plan.check_credentials(AWS["region"])
-            missing = [m for m in ("testbeds.inventory", "testbeds.probes") if _aws_importlib.find_spec(m) is None]
-            if "--inventory" not in Path("workloads/run.py").read_text():
-                missing.append("workloads.run --inventory")
-            if missing:
-                raise _aws_plan.AwsError(
-                    "testbed aws: the multi-host parts of the lab testbed (issue 12) are missing: "
-                    + ", ".join(missing) + "; nothing was created")
         except _aws_plan.AwsError as exc:
             raise WorkflowError(f"aws: {exc}")
         if not AWS.get("run_id") and not _aws_prov.RUN_ID_FILE.exists():
