@@ -1,7 +1,7 @@
 """The same workload on `local` (loopback, one process tree) and on `lab` (namespace hosts over SSH), side by
 side: throughput and its ratio, publish p99, and the time to start and to restart (down + up) a cluster.
 
-  /work/.locks/with-cluster --exclusive env/shell python testbeds/bench/local_vs_lab.py \
+  env/shell python testbeds/bench/local_vs_lab.py \
       [--system kafka] [--level L1] [--workload 1-topic-1-partition-1kb-1p-1c-max] [--scale ci] [--id b12]
 
 Runs, for each testbed: cluster up (timed), down + up (timed: the restart), the workload scaled as the
