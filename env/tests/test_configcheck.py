@@ -23,7 +23,7 @@ def error_of(base, override=None):
 def test_unknown_top_level_key_names_file_key_and_allowed_keys():
     assert error_of({"publishd": {}}) == (
         "config error: env/config.yaml: publishd: unknown key "
-        "(allowed: analysis, aws, hw_probes, paper, published, systems, testbed, workloads)"
+        "(allowed: analysis, aws, hw_probes, paper, published, systems, testbed, testbeds, workloads)"
     )
 
 
