@@ -146,7 +146,7 @@ def check_disk(path: Path, need: float, limits: dict, what: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------------------
-def _read_stat() -> tuple[int, int, int]:
+def read_stat() -> tuple[int, int, int]:
     """(total, idle+iowait, steal) jiffies of the whole host."""
     with open("/proc/stat") as fh:
         parts = fh.readline().split()[1:]
@@ -198,7 +198,7 @@ class HostSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> dict:
-        total, idle, steal = _read_stat()
+        total, idle, steal = read_stat()
         cl = _proc_cpu(_group_pids(self.cluster_pgids)) if self.cluster_pgids else 0
         rn = _proc_cpu(_group_pids({self.runner_pgid})) if self.runner_pgid else 0
         with open("/proc/loadavg") as fh:
