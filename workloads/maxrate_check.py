@@ -54,6 +54,10 @@ def load_runs(root: Path) -> list[dict]:
     return runs
 
 
+def _suspect(r: dict) -> bool:
+    return r["validity"].get("status") == "suspect"
+
+
 def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str], int]:
     """(violations, pairs compared). Repetitions of a cell are compared by their median rate."""
     cells: dict[tuple, list[dict]] = {}
@@ -71,7 +75,7 @@ def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str
             strong = statistics.median(r["rate"] for r in rs2)
             if weak >= factor * strong:
                 continue
-            explained = [r for r in rs if r["validity"].get("status") == "suspect"]
+            explained = [r for r in rs if _suspect(r)]
             if explained:
                 continue
             out.append(f"{sys_}/{wl}: {lv}{var} (weaker) settled at {weak:.0f} msg/s, less than {factor:.0%} of "
@@ -85,7 +89,7 @@ def spread(runs: list[dict], exclude_suspect: bool = False) -> list[dict]:
     repetition), median, and (max - min) / median. Sorted by that spread, widest first."""
     cells: dict[tuple, list[dict]] = {}
     for r in runs:
-        if exclude_suspect and r["validity"].get("status") == "suspect":
+        if exclude_suspect and _suspect(r):
             continue
         cells.setdefault((r["system"], r["levelDir"], r["workload"]), []).append(r)
     out = []
@@ -96,7 +100,7 @@ def spread(runs: list[dict], exclude_suspect: bool = False) -> list[dict]:
         med = statistics.median(rates)
         out.append({"cell": f"{sys_}/{lvd}/{wl}", "rates": rates, "median": med,
                     "spread": (max(rates) - min(rates)) / med if med > 0 else float("inf"),
-                    "suspect": sum(1 for r in rs if r["validity"].get("status") == "suspect")})
+                    "suspect": sum(1 for r in rs if _suspect(r))})
     return sorted(out, key=lambda c: (-c["spread"], c["cell"]))
 
 
