@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -211,6 +212,27 @@ _NoDates.yaml_implicit_resolvers = {
 }
 
 
+_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")  # what Snakemake's --config accepts as a key
+
+
+def _key_values(entries: Sequence[str]) -> dict:
+    """`key=value` entries (--config, or a profile's `config:` list) as Snakemake reads them, but with each value's
+    YAML types: Snakemake's own parser reads nested values with YAML's BaseLoader, every scalar a string."""
+    out: dict = {}
+    for entry in entries:
+        key, sep, text = entry.partition("=")
+        if not sep:
+            raise ValueError(f"{entry!r}: expected key=value")
+        if not _KEY.match(key):
+            raise ValueError(f"{entry!r}: the key must start with a letter or _")
+        try:
+            value = yaml.load(text, Loader=_NoDates) if text != "" else None
+        except yaml.YAMLError:
+            value = text
+        _update(out, {key: value})
+    return out
+
+
 def _update(config: dict, overwrite: Mapping) -> None:
     """Recursive overlay, the same as snakemake.utils.update_config."""
     for key, value in overwrite.items():
@@ -251,16 +273,10 @@ def overrides(
     if any(a in ("--config", "-C") or a.startswith("--config=") for a in args):
         # Snakemake reads `k={a: 3}` with YAML's BaseLoader: every nested scalar becomes a string. The entries are
         # read again here with their YAML types and laid over what Snakemake merged (a --configfile among it).
-        typed: dict = {}
-        for entry in values("--config", "-C", many=True):
-            key, sep, text = entry.partition("=")
-            if not sep:
-                continue  # Snakemake itself refuses it, with its own message
-            try:
-                value = yaml.load(text, Loader=_NoDates) if text != "" else None
-            except yaml.YAMLError:
-                value = text
-            _update(typed, {key: value})
+        try:
+            typed = _key_values(values("--config", "-C", many=True))
+        except ValueError as e:
+            raise ConfigError(f"config error: command line: --config: {e}") from None
         merged = copy.deepcopy(given)
         _update(merged, typed)
         return "command line", merged
@@ -286,7 +302,7 @@ def overrides(
 
 def _profile_config(profiles: Sequence[str], given: Mapping) -> tuple[str, Any]:
     """(label, mapping) of the `config:` of the last of these profiles that has one, read with its YAML types."""
-    from snakemake.cli import get_profile_dir, parse_config
+    from snakemake.cli import get_profile_dir
 
     # several --profile: later ones override the top-level keys of earlier ones, `config` among them
     path, data = None, None
@@ -303,7 +319,7 @@ def _profile_config(profiles: Sequence[str], given: Mapping) -> tuple[str, Any]:
     section = data.get("config") if isinstance(data, dict) else None
     if isinstance(section, list):
         try:
-            section = parse_config([str(entry) for entry in section])
+            section = _key_values([str(entry) for entry in section])
         except ValueError as e:
             raise ConfigError(f"config error: {_rel(path)}: config: {e}") from None
     if section is not None and not isinstance(section, dict):

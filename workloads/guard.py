@@ -11,7 +11,7 @@ the state of the host while it ran.
   back when that crosses the stop threshold, so the run is stopped before the bookies turn read-only).
 - `gc_pauses`: the longest JVM pause of each node in a time window, from the nodes' GC logs.
 - `validity`: the run's verdict: `suspect` with reasons when the host was busy with other work, stolen from,
-  or the runner fell behind its own schedule.
+  or the runner fell behind its own schedule, or a max-rate run's measured phase did not hold its rate.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _test_s(wl: dict) -> float:
 def _discovery(wl: dict) -> dict:
     rd = _ext(wl).get("rateDiscovery") or {}
     return {"stepSeconds": rd.get("stepSeconds", 5), "maxSteps": rd.get("maxSteps", 24), "retries": rd.get("retries", 1),
-            "initialRate": rd.get("initialRate", 1000)}
+            "remeasures": rd.get("remeasures", 2), "initialRate": rd.get("initialRate", 1000)}
 
 
 def _backlog_bytes(wl: dict) -> float:
@@ -91,13 +91,14 @@ def plan_seconds(wl: dict) -> float:
 
 
 def deadline_seconds(wl: dict, limits: dict) -> int:
-    """The wall-clock bound of one runner invocation: factor x plan + margin, and every discovery retry and the
-    longest recovery after discovery on top."""
+    """The wall-clock bound of one runner invocation: factor x plan + margin, and every discovery retry, the
+    longest recovery after discovery and every measured phase the runner may run again lower on top."""
     s = limits["deadline_factor"] * plan_seconds(wl) + limits["deadline_margin_seconds"]
     if wl.get("producerRate", 0) == 0:
         d = _discovery(wl)
         s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
-        s += max(10, 2 * d["stepSeconds"])  # the runner's longest recovery between discovery and the measured phase
+        recovery = max(10, 2 * d["stepSeconds"])  # the runner's longest recovery before a measured phase
+        s += recovery + d["remeasures"] * (recovery + _test_s(wl))  # measured phases run again lower
     return int(round(s))
 
 
@@ -146,7 +147,7 @@ def check_disk(path: Path, need: float, limits: dict, what: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------------------
-def _read_stat() -> tuple[int, int, int]:
+def read_stat() -> tuple[int, int, int]:
     """(total, idle+iowait, steal) jiffies of the whole host."""
     with open("/proc/stat") as fh:
         parts = fh.readline().split()[1:]
@@ -198,7 +199,7 @@ class HostSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> dict:
-        total, idle, steal = _read_stat()
+        total, idle, steal = read_stat()
         cl = _proc_cpu(_group_pids(self.cluster_pgids)) if self.cluster_pgids else 0
         rn = _proc_cpu(_group_pids({self.runner_pgid})) if self.runner_pgid else 0
         with open("/proc/loadavg") as fh:
@@ -323,4 +324,8 @@ def validity(host: dict | None, result: dict, limits: dict) -> dict:
         behind.append(f"publish delay p99 {pd:.0f} ms (bound {limits['suspect_publish_delay_p99_ms']} ms)")
     if behind:
         reasons.append("the runner fell behind its schedule in the measured phase: " + "; ".join(behind))
+    if mp.get("sustained") is False and (x.get("producerRate") or {}).get("target") is None:
+        # a max-rate run whose last measured phase did not hold its rate (the runner's re-measurements spent):
+        # its rate is not one the system sustains
+        reasons.append("the measured phase did not sustain the discovered rate: " + "; ".join(mp.get("reasons") or []))
     return {"status": "suspect" if reasons else "ok", "reasons": reasons}

@@ -6,7 +6,8 @@ at a stronger level, unless the weaker run explains why (its validity verdict is
 
 Exit 0 when every pair holds or is explained, 1 when a pair is unexplained, 2 on unreadable input. One line per
 violation: the two result files, their rates and the levels. With --spread it also prints, for every cell with
-two or more repetitions, their rates and their spread, (max - min) / median, and a summary line over the cells.
+two or more repetitions, their rates and their spread, (max - min) / median, and a summary line over the cells,
+then the same summary without the suspect runs (a cell keeps its place there if two or more remain).
 """
 from __future__ import annotations
 
@@ -53,6 +54,10 @@ def load_runs(root: Path) -> list[dict]:
     return runs
 
 
+def _suspect(r: dict) -> bool:
+    return r["validity"].get("status") == "suspect"
+
+
 def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str], int]:
     """(violations, pairs compared). Repetitions of a cell are compared by their median rate."""
     cells: dict[tuple, list[dict]] = {}
@@ -70,7 +75,7 @@ def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str
             strong = statistics.median(r["rate"] for r in rs2)
             if weak >= factor * strong:
                 continue
-            explained = [r for r in rs if r["validity"].get("status") == "suspect"]
+            explained = [r for r in rs if _suspect(r)]
             if explained:
                 continue
             out.append(f"{sys_}/{wl}: {lv}{var} (weaker) settled at {weak:.0f} msg/s, less than {factor:.0%} of "
@@ -79,11 +84,13 @@ def check(runs: list[dict], levels: dict, factor: float = 0.5) -> tuple[list[str
     return out, pairs
 
 
-def spread(runs: list[dict]) -> list[dict]:
-    """Cells with 2 or more repetitions: their rates (by repetition), median, and (max - min) / median. Sorted by
-    that spread, widest first."""
+def spread(runs: list[dict], exclude_suspect: bool = False) -> list[dict]:
+    """Cells with 2 or more repetitions (not counting suspect ones if exclude_suspect): their rates (by
+    repetition), median, and (max - min) / median. Sorted by that spread, widest first."""
     cells: dict[tuple, list[dict]] = {}
     for r in runs:
+        if exclude_suspect and _suspect(r):
+            continue
         cells.setdefault((r["system"], r["levelDir"], r["workload"]), []).append(r)
     out = []
     for (sys_, lvd, wl), rs in cells.items():
@@ -93,16 +100,17 @@ def spread(runs: list[dict]) -> list[dict]:
         med = statistics.median(rates)
         out.append({"cell": f"{sys_}/{lvd}/{wl}", "rates": rates, "median": med,
                     "spread": (max(rates) - min(rates)) / med if med > 0 else float("inf"),
-                    "suspect": sum(1 for r in rs if r["validity"].get("status") == "suspect")})
+                    "suspect": sum(1 for r in rs if _suspect(r))})
     return sorted(out, key=lambda c: (-c["spread"], c["cell"]))
 
 
-def spread_summary(cells: list[dict]) -> str:
+def spread_summary(cells: list[dict], label: str = "") -> str:
     if not cells:
-        return "spread: no cell has two or more repetitions"
+        return f"spread{label}: no cell has two or more repetitions"
     sp = sorted(c["spread"] for c in cells)
     within = lambda f: sum(1 for x in sp if x <= f)  # noqa: E731
-    return (f"spread over repetitions, (max - min) / median, of {len(cells)} cells: median {statistics.median(sp):.0%}, "
+    reps = sum(len(c["rates"]) for c in cells)
+    return (f"spread{label} over repetitions, (max - min) / median, of {len(cells)} cells ({reps} runs): median {statistics.median(sp):.0%}, "
             f"widest {sp[-1]:.0%} ({cells[0]['cell']}); {within(0.1)} cells within 10 %, {within(0.25)} within 25 %, "
             f"{within(0.5)} within 50 %")
 
@@ -129,6 +137,7 @@ def main(argv=None) -> int:
             print(f"{c['cell']}: {' / '.join(f'{x:.0f}' for x in c['rates'])} msg/s, median {c['median']:.0f}, "
                   f"spread {c['spread']:.0%}" + (f", {c['suspect']} suspect" if c["suspect"] else ""))
         print(spread_summary(cells))
+        print(spread_summary(spread(runs, exclude_suspect=True), " without suspect runs"))
     print(f"{a.root}: {len(runs)} max-rate results, {pairs} weaker/stronger pairs, {len(bad)} unexplained")
     return 1 if bad else 0
 

@@ -198,9 +198,14 @@ class TestOverrideSource:
         assert data == {"testbed": "ci", "workloads": {"scale": 0.5, "flag": True}}
 
     def test_profile_config_as_a_list_of_key_values(self, tmp_path):
-        profile = write(tmp_path / "p" / "config.yaml", {"config": ["testbed=ci", "count=3"]})
+        profile = write(tmp_path / "p" / "config.yaml", {"config": ["testbed=ci", "count=3", "workloads={seed: 7}"]})
         label, data = overrides(["snakemake", f"--profile={profile.parent}"], {})
-        assert data == {"testbed": "ci", "count": 3}
+        assert data == {"testbed": "ci", "count": 3, "workloads": {"seed": 7}}
+
+    def test_profile_config_list_entry_without_a_key(self, tmp_path):
+        profile = write(tmp_path / "p" / "config.yaml", {"config": ["testbed=ci", "=3"]})
+        with pytest.raises(ConfigError, match=r"p/config.yaml: config: '=3': the key must start with a letter or _$"):
+            overrides(["snakemake", f"--profile={profile.parent}"], {})
 
     def test_profile_from_the_environment(self, tmp_path):
         profile = write(tmp_path / "p" / "config.yaml", {"config": {"testbed": "aws"}})

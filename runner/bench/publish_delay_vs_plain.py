@@ -32,6 +32,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
+sys.path.insert(0, str(common.ROOT))
+from workloads.guard import read_stat  # noqa: E402
+
 ROOT = common.ROOT
 DRIVER = ROOT / "workloads/drivers/kafka-L2-tuned.yaml"
 
@@ -63,12 +66,6 @@ def runner(bootstrap: str, work: Path, a, i: int) -> dict:
             "achieved": x["producerRate"]["achieved"]}
 
 
-def host_jiffies() -> tuple[int, int]:
-    """(all, steal) CPU jiffies of the host so far, from /proc/stat"""
-    v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return sum(v), v[7]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate", type=int, default=20000)
@@ -97,9 +94,9 @@ def main() -> int:
             order = ("runner", "plain") if i % 2 == 0 else ("plain", "runner")
             got = {}
             for tool in order:
-                j0, s0 = host_jiffies()
+                j0, _, s0 = read_stat()
                 got[tool] = runner(bootstrap, work, a, i + 1) if tool == "runner" else plain(bootstrap, work, a, drv)
-                j1, s1 = host_jiffies()
+                j1, _, s1 = read_stat()
                 got[tool + "Steal"] = 100.0 * (s1 - s0) / max(1, j1 - j0)
             r, p = got["runner"], got["plain"]
             label = "warm-up (not counted)" if i < 0 else f"rep {i + 1}"

@@ -26,8 +26,10 @@ def test_plan_and_deadline_grow_with_every_phase():
     maxrate = wl(producerRate=0)
     maxrate["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8, "retries": 1}
     assert guard.plan_seconds(maxrate) == pytest.approx(fixed + 32)
-    # every retry of every step and the longest recovery after the search (10 s) fit in the deadline, on top of
-    # factor x plan + margin
+    # every retry of every step, the longest recovery after the search (10 s) and two measured phases run again
+    # lower, each after a recovery (2 x (10 + 10 s)), fit in the deadline, on top of factor x plan + margin
+    assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32 + 10 + 40)
+    maxrate["x-streambench"]["rateDiscovery"]["remeasures"] = 0
     assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32 + 10)
     backlog = wl()
     backlog["x-streambench"]["consumerBacklogSizeBytes"] = 50 * 2**20
@@ -128,4 +130,16 @@ def test_validity_names_each_reason():
     assert any("fell behind its schedule" in r and "2500 ms" in r and "achieved 3000 of 4000" in r for r in v["reasons"])
     # a max-rate run that did not hold its settled rate is suspect too
     assert guard.validity(host, result(False, target=None), LIM)["status"] == "suspect"
+    held = result(target=None)
+    held["x-streambench"]["measuredPhase"].update(sustained=True, reasons=[])
+    assert guard.validity(host, held, LIM)["status"] == "ok"
+    unheld = result(target=None)
+    unheld["x-streambench"]["measuredPhase"].update(sustained=False, reasons=["consumer backlog grew by 9000 msgs"])
+    v = guard.validity(host, unheld, LIM)
+    assert v["status"] == "suspect" and v["reasons"] == [
+        "the measured phase did not sustain the discovered rate: consumer backlog grew by 9000 msgs"]
+    # at a fixed rate, a system that cannot keep up is a result, not a suspect run
+    fixed = result()
+    fixed["x-streambench"]["measuredPhase"].update(sustained=False, reasons=["consumer backlog grew by 9000 msgs"])
+    assert guard.validity(host, fixed, LIM)["status"] == "ok"
     assert guard.validity(None, {}, LIM)["status"] == "ok"

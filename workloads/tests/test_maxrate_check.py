@@ -64,6 +64,8 @@ def test_spread_over_repetitions(tmp_path, capsys):
     assert abs(cells[1]["spread"] - 2000 / 11000) < 1e-9 and cells[1]["rates"] == [10000, 12000, 11000]
     assert mc.main([str(tmp_path), "--spread"]) == 0
     out = capsys.readouterr().out
-    assert "of 2 cells: median 34%, widest 50% (pulsar/L2/" in out
+    assert "of 2 cells (6 runs): median 34%, widest 50% (pulsar/L2/" in out
+    # without the suspect repetition pulsar/L2 is 20000 / 20000: no spread
+    assert "spread without suspect runs over repetitions, (max - min) / median, of 2 cells (5 runs): median 9%" in out
     assert "0 cells within 10 %, 1 within 25 %, 2 within 50 %" in out
     assert "pulsar/L2/1-topic-100-partitions-1kb-2p-2c-max: 20000 / 20000 / 30000 msg/s, median 20000, spread 50%, 1 suspect" in out

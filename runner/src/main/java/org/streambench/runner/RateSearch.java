@@ -5,11 +5,18 @@ package org.streambench.runner;
  * bisect once one has failed, and stop when the bracket is within 5 % or the step budget is spent. A failed step is
  * run again at the same rate (up to {@code retries} times) before the search turns down, so that one noisy step (a
  * cold JVM, a fresh topic's first segment, a neighbour's burst) cannot decide the result.
+ *
+ * <p>A step is judged over seconds; the measured phase after it over the whole test. When the measured phase at the
+ * settled rate does not hold, {@link #measuredPhaseFailed} lowers the settled rate by {@link #REMEASURE_FACTOR} for
+ * another measured phase, a bounded number of times: the rate reported is one a whole measured phase sustained.
  */
 final class RateSearch {
     private final int maxSteps, retries;
     private double lo = 0, hi = Double.POSITIVE_INFINITY, current;
-    private int steps, failuresAtCurrent;
+    /** the rate of a measured phase after one that did not hold, relative to that one's */
+    static final double REMEASURE_FACTOR = 0.8;
+    private int steps, failuresAtCurrent, remeasures;
+    private double lowered = 0;
     private boolean done;
 
     RateSearch(double initialRate, int maxSteps, int retries) {
@@ -57,6 +64,27 @@ final class RateSearch {
         return false;
     }
 
-    /** the rate the measured phase runs at: the highest accepted rate, or (none accepted) half the lowest rejected */
-    double settled() { return lo > 0 ? lo : Math.max(1, hi / 2); }
+    /**
+     * The measured phase at {@link #settled()} did not hold. Returns true, with the settled rate lowered by
+     * {@link #REMEASURE_FACTOR}, while fewer than {@code max} measured phases have been rejected; false (nothing
+     * changed) once the budget is spent.
+     */
+    boolean measuredPhaseFailed(int max) {
+        if (!done) throw new IllegalStateException("the search is not over");
+        if (remeasures >= max) return false;
+        double failed = settled();
+        hi = Math.min(hi, failed);
+        lowered = Math.max(1, failed * REMEASURE_FACTOR);
+        remeasures++;
+        return true;
+    }
+
+    /** how many measured phases were rejected and run again lower */
+    int remeasures() { return remeasures; }
+
+    /**
+     * The rate the measured phase runs at: the highest accepted rate, or (none accepted) half the lowest rejected;
+     * below that after a measured phase that did not hold.
+     */
+    double settled() { return lowered > 0 ? lowered : lo > 0 ? lo : Math.max(1, hi / 2); }
 }

@@ -346,11 +346,13 @@ public final class Runner {
             rateDiscovery.put("settleSeconds", w.discoverySettleSeconds);
             rateDiscovery.put("maxSteps", w.discoveryMaxSteps);
             rateDiscovery.put("retries", w.discoveryRetries);
+            rateDiscovery.put("remeasures", w.discoveryRemeasures);
             rateDiscovery.put("maxPublishDelayMs", w.discoveryMaxPublishDelayMs);
             rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
                     + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
                     + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");
             steps = Fields.JSON.createArrayNode();
+            rateDiscovery.putArray("rejectedMeasurements");
         }
         long droppedBeforeMeasure = 0;
         // backlog state
@@ -537,7 +539,42 @@ public final class Runner {
                             Log.info("catch-up complete");
                         }
                     }
-                    if (inPhase >= test) next = null;
+                    if (inPhase >= test) {
+                        next = null;
+                        // a max-rate measured phase that did not hold its rate is run again lower (bounded), so the
+                        // rate reported is one a whole measured phase sustained, not one a step of seconds passed
+                        StepJudge.Verdict v = discovery && o.count == 1 && !w.mixed() ? judgeMeasured(measureWin, targetRate) : null;
+                        if (v != null && !v.pass && search.measuredPhaseFailed(w.discoveryRemeasures)) {
+                            ObjectNode rj = ((ArrayNode) rateDiscovery.get("rejectedMeasurements")).addObject();
+                            rj.put("targetRate", settledRate);
+                            rj.put("judgedSeconds", measureWin.seconds());
+                            rj.put("sendRate", v.sendRate);
+                            rj.put("inFlightGrowth", v.inFlightGrowth);
+                            rj.put("backlogGrowth", v.backlogGrowth);
+                            rj.put("publishDelayP99Micros", v.delayP99Micros);
+                            ArrayNode why = rj.putArray("reasons");
+                            v.reasons.forEach(why::add);
+                            warnings.add(String.format("the measured phase at %s msg/s did not hold (%s); measured again at %s msg/s",
+                                    fmt(settledRate), String.join("; ", v.reasons), fmt(search.settled())));
+                            Log.warn(warnings.get(warnings.size() - 1));
+                            ts.relabel(measureStartTick, "measure", "rejected");
+                            settledRate = search.settled();
+                            rateDiscovery.put("settledRate", settledRate);
+                            setRate(settledRate * processShare);
+                            // the OMB periods, the aggregate histograms and the achieved-rate window start again with
+                            // the next measured phase
+                            periods.clear();
+                            periodEnc.clear();
+                            for (Histogram h : agg) h.reset();
+                            for (Histogram h : period) h.reset();
+                            periodAcked = periodErrors = periodReceived = 0;
+                            periodTicks = 0;
+                            ombStartTick = -1;
+                            m.windowFrom = Long.MAX_VALUE;
+                            m.ackedInWindow.reset();
+                            next = Phase.RECOVER;
+                        }
+                    }
                     break;
                 default:
                     break;
@@ -793,8 +830,7 @@ public final class Runner {
             return n;
         }
         double perProcess = target * processShare, achieved = inWindow / measSec;
-        StepJudge.Verdict v = StepJudge.judge(perProcess, win.seconds(), win.sentInWindow(), win.inFlight(), win.backlog(),
-                o.count == 1 ? tailSubs() : 0, win.delay.getValueAtPercentile(99), (long) (w.discoveryMaxPublishDelayMs * 1000));
+        StepJudge.Verdict v = judgeMeasured(win, perProcess);
         boolean rateMet = achieved >= StepJudge.MIN_SEND_FRACTION * perProcess;
         boolean backlogBounded = v.reasons.stream().noneMatch(r -> r.startsWith("consumer backlog"));
         boolean inFlightBounded = v.reasons.stream().noneMatch(r -> r.startsWith("in-flight"));
@@ -827,6 +863,12 @@ public final class Runner {
             warnings.add(String.format("acknowledgements fell behind in the measured phase: sends in flight grew by %.0f (max %d)",
                     v.inFlightGrowth, v.maxInFlight));
         return n;
+    }
+
+    /** The StepJudge criteria over a measured phase at {@code perProcess} msg/s (the backlog only in a lone process). */
+    private StepJudge.Verdict judgeMeasured(Window win, double perProcess) {
+        return StepJudge.judge(perProcess, win.seconds(), win.sentInWindow(), win.inFlight(), win.backlog(),
+                o.count == 1 ? tailSubs() : 0, win.delay.getValueAtPercentile(99), (long) (w.discoveryMaxPublishDelayMs * 1000));
     }
 
     /** Per-second samples of one judged window (a discovery step, or the measured phase). */

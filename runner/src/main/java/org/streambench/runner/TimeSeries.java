@@ -30,6 +30,12 @@ final class TimeSeries {
         receivedTotal.add(recv);
     }
 
+    /** renames phase {@code from} to {@code to} in the seconds from tick {@code since} on */
+    void relabel(long since, String from, String to) {
+        for (int i = 0; i < tick.size(); i++)
+            if (tick.get(i) >= since && phase.get(i).equals(from)) phase.set(i, to);
+    }
+
     /** mean pub, err, cons rate and max p99s over the last n seconds */
     double[] lastWindow(int n) {
         double[] r = new double[6];

@@ -19,7 +19,7 @@ public final class Workload {
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
             "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery");
     static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
-            "maxPublishDelayMs");
+            "remeasures", "maxPublishDelayMs");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
 
@@ -42,7 +42,7 @@ public final class Workload {
     public double catchUpStartBacklogGB;
     public long backlogBytes; // effective consumer backlog target in bytes (0 = off)
     public double discoveryInitialRate = 1000;
-    public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1;
+    public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;
     public ObjectNode echo;
 
@@ -90,6 +90,7 @@ public final class Workload {
         w.discoveryMaxSteps = (int) rd.integer("maxSteps", 24, 2, 10_000);
         w.discoverySettleSeconds = (int) rd.integer("settleSeconds", 1, 0, 3600);
         w.discoveryRetries = (int) rd.integer("retries", 1, 0, 10);
+        w.discoveryRemeasures = (int) rd.integer("remeasures", 2, 0, 5);
         w.discoveryMaxPublishDelayMs = rd.number("maxPublishDelayMs", 200, 1, 600_000);
         if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
             throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
@@ -178,12 +179,15 @@ public final class Workload {
 
     /**
      * The runner's own deadline when none is given on the command line: generous bounds on every phase (set-up,
-     * warm-up, each discovery step with its retries, backlog build and drain, the measured phase, the drain wait and
+     * warm-up, each discovery step with its retries and each measured phase run again lower, backlog build and drain, the measured phase, the drain wait and
      * the clean-up). workloads/run.py passes a tighter one derived from its plan.
      */
     public long defaultDeadlineSeconds() {
         long s = 300 + warmupSeconds() + testSeconds() + 60 + 120 + 120;
-        if (producerRate == 0) s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
+        if (producerRate == 0) {
+            s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
+            s += (long) discoveryRemeasures * (testSeconds() + Math.max(10, 2L * discoveryStepSeconds));
+        }
         if (backlogBytes > 0) {
             long build = producerRate > 0 ? (long) Math.ceil(backlogBytes / ((double) producerRate * messageSize)) : 3600;
             s += build + Math.max(600, 10 * build);

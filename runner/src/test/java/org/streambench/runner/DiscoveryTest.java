@@ -75,6 +75,26 @@ class DiscoveryTest {
         assertThrows(IllegalStateException.class, () -> s.record(true));
     }
 
+    @Test
+    void aMeasuredPhaseThatDoesNotHoldIsRunAgainLowerWithinItsBudget() {
+        // the steps (seconds each) pass 32 000 msg/s; a whole measured phase holds only 22 000
+        RateSearch s = new RateSearch(4000, 6, 1);
+        assertThrows(IllegalStateException.class, () -> s.measuredPhaseFailed(2), "only once the search is over");
+        run(s, r -> r <= 32_000);
+        assertEquals(32_000, s.settled(), 1e-9);
+        List<Double> measured = new ArrayList<>(List.of(s.settled()));
+        while (measured.get(measured.size() - 1) > 22_000 && s.measuredPhaseFailed(2)) measured.add(s.settled());
+        assertEquals(List.of(32_000.0, 25_600.0, 20_480.0), measured);
+        assertEquals(2, s.remeasures());
+        assertEquals(25_600, s.rejected(), 1e-9, "a rejected measured phase is a rejected rate");
+        assertFalse(s.measuredPhaseFailed(2), "the budget is spent");
+        assertEquals(20_480, s.settled(), 1e-9, "and the settled rate stays");
+        RateSearch none = new RateSearch(4000, 6, 1);
+        run(none, r -> r <= 32_000);
+        assertFalse(none.measuredPhaseFailed(0), "remeasures: 0 keeps the search's rate");
+        assertEquals(32_000, none.settled(), 1e-9);
+    }
+
     private static long[] flat(int n, long v) {
         long[] a = new long[n];
         java.util.Arrays.fill(a, v);
