@@ -27,8 +27,11 @@ def workflow_copy(tmp_path):
         (root / stage).mkdir()
         shutil.copy(ROOT / stage / "config.schema.yaml", root / stage / "config.schema.yaml")
         (root / stage / "rules.smk").write_text("")
-    # the aws testbed's schema (composed by env/config.schema.yaml) and an empty rules file with a no-op gate
+    # the testbeds' schemas (composed by env/config.schema.yaml), an empty testbeds/rules.smk and an aws rules
+    # file with a no-op gate
     (root / "testbeds" / "aws").mkdir(parents=True)
+    shutil.copy(ROOT / "testbeds" / "config.schema.yaml", root / "testbeds" / "config.schema.yaml")
+    (root / "testbeds" / "rules.smk").write_text("")
     shutil.copy(ROOT / "testbeds" / "aws" / "config.schema.yaml", root / "testbeds" / "aws" / "config.schema.yaml")
     (root / "testbeds" / "aws" / "rules.smk").write_text("def _aws_gate():\n    pass\n")
     (root / "paper" / "rules.smk").write_text(
