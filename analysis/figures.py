@@ -86,8 +86,8 @@ OFF_SCALE = 3.0  # a disk ceiling more than this many times a row's highest bar 
 
 
 def _shape_label(partitions, producers, consumers) -> str:
-    """`partitions|producers p/consumers c`, drawn on two lines (`|` splits them)"""
-    return f"{partitions}|{producers}p/{consumers}c"
+    """`partitions|producers/consumers`, drawn on two lines (`|` splits them)"""
+    return f"{partitions}|{producers}/{consumers}"
 
 
 def fig_maxtput(d, ref):
@@ -127,7 +127,7 @@ def fig_maxtput(d, ref):
         base = alt.Chart(alt.Data(values=layers))
         bars = base.transform_filter(alt.datum.kind == "run").mark_bar().encode(
             x=alt.X("shape:N", sort=shapes, scale=alt.Scale(domain=shapes),
-                    title=["partitions,", "producers p / consumers c"] if i == len(testbeds) - 1 else None,
+                    title=["partitions,", "producers / consumers"] if i == len(testbeds) - 1 else None,
                     axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, '|')", labelOverlap=False,
                                   labels=i == len(testbeds) - 1)),
             xOffset=alt.XOffset("series:N", scale=alt.Scale(domain=sorted(df["series"].unique().to_list()))),
