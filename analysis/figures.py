@@ -85,11 +85,6 @@ def _ceilings(d, ref):
 OFF_SCALE = 3.0  # a disk ceiling more than this many times a row's highest bar is named, not drawn
 
 
-def _shape_label(partitions, producers, consumers) -> str:
-    """`partitions|producers/consumers`, drawn on two lines (`|` splits them)"""
-    return f"{partitions}|{producers}/{consumers}"
-
-
 def fig_maxtput(d, ref):
     """One row per testbed (each its own throughput scale), one column per local durability, the partition /
     producer shapes along x and the series side by side; disk ceilings as dashed lines, or named in the row's
@@ -98,9 +93,9 @@ def fig_maxtput(d, ref):
                                                          & pl.col("publish_mean_mibps").is_not_null())))
     if runs.is_empty():
         return _empty("No max-throughput runs."), "Maximum publish throughput: no runs.", "No max-throughput runs."
-    df = runs.with_columns(pl.struct("partitions", "producers_per_topic", "consumers_per_subscription").map_elements(
-        lambda r: _shape_label(r["partitions"], r["producers_per_topic"], r["consumers_per_subscription"]),
-        return_dtype=pl.Utf8).alias("shape")).select(
+    # `partitions|producers/consumers`, drawn on two lines (the axis splits at `|`)
+    df = runs.with_columns(pl.format("{}|{}/{}", "partitions", "producers_per_topic", "consumers_per_subscription")
+                           .alias("shape")).select(
         "testbed_label", "shape", "partitions", "producers_per_topic", "series", "system", "ack_label",
         "local_durability", "level", "publish_mean_mibps")
     shapes = [r["shape"] for r in df.select("shape", "partitions", "producers_per_topic").unique().sort(
