@@ -40,9 +40,17 @@ def log_axis(**kw):
     return alt.Axis(values=LOG_TICKS, format="~s", **kw)
 
 
-def system_color(field: str = "system:N", title: str | None = "system"):
+def system_color(field: str = "system:N", title: str | None = "system", **legend):
     """The colour channel of a system field, the same colours in every figure."""
-    return alt.Color(field, title=title, scale=alt.Scale(domain=list(SYSTEM_COLORS), range=list(SYSTEM_COLORS.values())))
+    return alt.Color(field, title=title, scale=alt.Scale(domain=list(SYSTEM_COLORS), range=list(SYSTEM_COLORS.values())),
+                     **({"legend": alt.Legend(**legend)} if legend else {}))
+
+
+def ack_channels() -> dict:
+    """Acknowledgement level as dash and marker of a line with points, under one legend: Vega-Lite does not merge a
+    dash legend with a marker legend there (it drew two, the dash one with plain dots), so the marker one stays."""
+    return {"strokeDash": alt.StrokeDash("ack_label:N", legend=None),
+            "shape": alt.Shape("ack_label:N", title="acknowledgement")}
 
 
 def _with_system(df: pl.DataFrame) -> pl.DataFrame:
@@ -74,37 +82,71 @@ def _ceilings(d, ref):
     return out
 
 
+OFF_SCALE = 3.0  # a disk ceiling more than this many times a row's highest bar is named, not drawn
+
+
 def fig_maxtput(d, ref):
-    runs = report.distinct(d["runs"].filter(pl.col("experiment").str.starts_with("E000-MT")))
-    df = runs.with_columns(
-        (pl.col("partitions").cast(pl.Utf8) + " partition(s), " + pl.col("producers_per_topic").cast(pl.Utf8) + "p/"
-         + pl.col("consumers_per_subscription").cast(pl.Utf8) + "c").alias("shape"),
-        (pl.col("series") + " " + pl.col("local_durability")).alias("config")).select(
-        "testbed_label", "shape", "series", "system", "local_durability", "config", "level", "publish_mean_mibps")
-    rows = [{**r, "kind": "run"} for r in df.to_dicts()]
-    for tb, label, mibps in _ceilings(d, ref):
-        for shape in sorted(set(df.filter(pl.col("testbed_label") == tb)["shape"].to_list())):
-            rows.append({"kind": "ceiling", "testbed_label": tb, "shape": shape, "ceiling": label, "ceiling_mibps": mibps})
-    base = alt.Chart(alt.Data(values=rows))
-    bars = base.transform_filter(alt.datum.kind == "run").mark_bar().encode(
-        x=alt.X("series:N", title=None), xOffset="local_durability:N",
-        y=alt.Y("median(publish_mean_mibps):Q", title="publish throughput (MiB/s)"),
-        color=system_color(),
-        opacity=alt.Opacity("local_durability:N", title="local durability", scale=alt.Scale(range=[1.0, 0.65, 0.35])),
-        tooltip=["testbed_label:N", "shape:N", "config:N", "level:N", "median(publish_mean_mibps):Q"])
-    rules = base.transform_filter(alt.datum.kind == "ceiling").mark_rule(strokeDash=[4, 3], color="black").encode(
-        y="ceiling_mibps:Q", tooltip=["ceiling:N", "ceiling_mibps:Q"])
-    ch = alt.layer(bars, rules).properties(width=W, height=H).facet(
-        column=alt.Column("shape:N", title=None), row=alt.Row("testbed_label:N", title=None)
-    ).resolve_scale(y="independent")  # a one-machine testbed is an order of magnitude below the study's
+    """One row per testbed (each its own throughput scale), one column per local durability, the partition /
+    producer shapes along x and the series side by side; disk ceilings as dashed lines, or named in the row's
+    title when they would flatten its bars."""
+    runs = _with_system(report.distinct(d["runs"].filter(pl.col("experiment").str.starts_with("E000-MT")
+                                                         & pl.col("publish_mean_mibps").is_not_null())))
+    if runs.is_empty():
+        return _empty("No max-throughput runs."), "Maximum publish throughput: no runs.", "No max-throughput runs."
+    # `partitions|producers/consumers`, drawn on two lines (the axis splits at `|`)
+    df = runs.with_columns(pl.format("{}|{}/{}", "partitions", "producers_per_topic", "consumers_per_subscription")
+                           .alias("shape")).select(
+        "testbed_label", "shape", "partitions", "producers_per_topic", "series", "system", "ack_label",
+        "local_durability", "level", "publish_mean_mibps")
+    shapes = [r["shape"] for r in df.select("shape", "partitions", "producers_per_topic").unique().sort(
+        "partitions", "producers_per_topic").to_dicts()]
+    durabilities = sorted(df["local_durability"].unique().to_list())
+    ceilings = _ceilings(d, ref)
+    rows, notes = [], []
+    testbeds = sorted(df["testbed_label"].unique().to_list(), key=lambda t: (t != PUBLISHED_TESTBED_LABEL, t))
+    for i, tb in enumerate(testbeds):
+        part = df.filter(pl.col("testbed_label") == tb)
+        top = part.group_by("shape", "series", "local_durability").agg(pl.col("publish_mean_mibps").median())[
+            "publish_mean_mibps"].max() or 0.0
+        drawn, named = [], []
+        for label, mibps in ((lb, v) for t, lb, v in ceilings if t == tb):
+            (drawn if top > 0 and mibps <= OFF_SCALE * top else named).append((label, mibps))
+        if named:
+            notes.append(tb)
+        title = [tb] + [f"off scale: {label} {mibps:,.0f} MiB/s" for label, mibps in named]
+        layers = [{**r, "kind": "run"} for r in part.to_dicts()]
+        layers += [{"kind": "ceiling", "ceiling": label, "ceiling_mibps": mibps, "local_durability": dur}
+                   for label, mibps in drawn for dur in durabilities]
+        # every row has every durability column, in the same place, whether or not it ran it
+        layers += [{"kind": "pad", "local_durability": dur} for dur in durabilities]
+        base = alt.Chart(alt.Data(values=layers))
+        bars = base.transform_filter(alt.datum.kind == "run").mark_bar().encode(
+            x=alt.X("shape:N", sort=shapes, scale=alt.Scale(domain=shapes),
+                    title=["partitions,", "producers / consumers"] if i == len(testbeds) - 1 else None,
+                    axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, '|')", labelOverlap=False,
+                                  labels=i == len(testbeds) - 1)),
+            xOffset=alt.XOffset("series:N", scale=alt.Scale(domain=sorted(df["series"].unique().to_list()))),
+            y=alt.Y("median(publish_mean_mibps):Q", title="MiB/s"),
+            color=system_color(orient="bottom", direction="horizontal"),
+            opacity=alt.Opacity("ack_label:N", title="acknowledgement", legend=alt.Legend(orient="bottom", direction="horizontal"),
+                                scale=alt.Scale(domain=["ack-1", "ack-2", "ack-all"], range=[0.45, 1.0, 1.0])),
+            tooltip=["shape:N", "series:N", "local_durability:N", "level:N", "median(publish_mean_mibps):Q"])
+        rules = base.transform_filter(alt.datum.kind == "ceiling").mark_rule(strokeDash=[4, 3], color="black").encode(
+            y="ceiling_mibps:Q", tooltip=["ceiling:N", "ceiling_mibps:Q"])
+        rows.append(alt.layer(bars, rules).properties(width=170, height=110).facet(
+            column=alt.Column("local_durability:N", sort=durabilities, title=None)).properties(
+            title=alt.TitleParams(title, anchor="start", fontWeight="normal")))
+    ch = alt.vconcat(*rows, spacing=14)
     n = df.height
-    cap = ("Maximum publish throughput by partitions × producers, local durability (sync / async / Pulsar journal "
-           "bypass) and acknowledgement level; bar = median over runs of the mean 10-s publish rate, in MiB/s "
-           "(the study's MB/s). Dashed lines: disk write ceilings (study 000's dd result for one disk and for both "
-           "disks; this project's best probed disk write when present). Each testbed row has its own scale.")
-    alt_text = (f"Grouped bar chart from {n} runs: one panel per partition/producer shape, bars per series and local "
-                "durability, dashed disk-ceiling lines. Pulsar stays at the one-disk ceiling unless its journal is "
-                "bypassed; Kafka varies with partitions and acks.") if n else "No max-throughput runs."
+    cap = ("Maximum publish throughput by partitions × producers/consumers (x), series (bars: system, with the weaker "
+           "acknowledgement lighter) and local durability (columns: sync, async, Pulsar journal bypass); bar = median "
+           "over runs of the mean 10-s publish rate, in MiB/s (the study's MB/s). Dashed lines: disk write ceilings "
+           "(study 000's dd result for one disk and for both disks; this project's best probed disk write when "
+           "present). Each testbed row has its own scale; a ceiling more than "
+           f"{OFF_SCALE:.0f}× the row's highest bar is given in the row's title instead of drawn.")
+    alt_text = (f"Grouped bar charts from {n} runs in {len(testbeds)} testbed rows ({', '.join(testbeds)}): one panel "
+                "per local durability, bars per series over the partition/producer shapes, dashed disk-ceiling lines"
+                + (f"; off-scale ceilings named for {', '.join(notes)}" if notes else "") + ".")
     return ch, cap, alt_text
 
 
@@ -117,8 +159,7 @@ def _latency(d, metric, sub):
     ch = alt.Chart(_rows(long)).mark_line(point=True).encode(
         x=alt.X("stat:N", sort=list(STAT_LABEL.values()), title=None),
         y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), axis=log_axis(), title=f"{'publish' if metric == 'publish' else 'end-to-end'} latency (ms)"),
-        color=system_color(), strokeDash=alt.StrokeDash("ack_label:N", title="acknowledgement"),
-        shape=alt.Shape("ack_label:N", title="acknowledgement"), detail="series:N",
+        color=system_color(), **ack_channels(), detail="series:N",
         tooltip=["testbed_label:N", "series:N", "stat:N", "median(ms):Q"],
     ).properties(width=W, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
                                          row=alt.Row("testbed_label:N", title=None))
@@ -135,14 +176,18 @@ def _latency(d, metric, sub):
 def fig_timeline(d, ref):
     runs = report.latency_runs(d["runs"], 1, partitions=100)
     w = d["windows"].join(runs.select("run_id", "testbed_label", "series", "local_durability"), on="run_id")
-    ch = alt.Chart(_rows(_with_system(w.select("testbed_label", "series", "local_durability", "t_s", "publish_p99_ms")))).mark_line().encode(
+    # points as well as lines: a run of one window (a short local measured phase) is a point, which a line alone
+    # would not draw; each row its own time axis (the study ran minutes, a local run seconds)
+    ch = alt.Chart(_rows(_with_system(w.select("run_id", "testbed_label", "series", "local_durability", "t_s", "publish_p99_ms")))).mark_line(
+        point=True).encode(
         x=alt.X("t_s:Q", title="time after warm-up (s)"),
-        y=alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 publish latency per 10-s window (ms)"),
-        color=system_color(), strokeDash=alt.StrokeDash("ack_label:N", title="acknowledgement"), detail="testbed_label:N",
+        y=alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title=["p99 publish", "latency (ms)"]),
+        color=system_color(), **ack_channels(), detail="run_id:N",
     ).properties(width=W + 60, height=H).facet(column=alt.Column("local_durability:N", title="local durability"),
-                                              row=alt.Row("testbed_label:N", title=None))
+                                              row=alt.Row("testbed_label:N", title=None)).resolve_scale(x="independent")
     cap = ("p99 publish latency of each 10-s window over the run (study 000 Figures 2-11 / 2-14), 100 partitions, "
-           "1 subscription; OMB's per-window percentiles, plotted as measured (never averaged).")
+           "1 subscription; OMB's per-window percentiles, plotted as measured (never averaged). Each row has its own "
+           "time axis; a run with a single window is a point.")
     return ch, cap, f"Time-series lines of per-window p99 publish latency for {runs.height} runs, one line per series."
 
 
@@ -154,10 +199,12 @@ def fig_sweep(d, ref):
         x=alt.X("partitions:Q", scale=alt.Scale(type="log"), title="partitions", axis=alt.Axis(values=[1, 100, 10000], format="~s")),
         y=alt.Y("median(p99_ms):Q", scale=alt.Scale(type="log"), axis=log_axis(), title="p99 (ms)"),
         color=system_color(), tooltip=["testbed_label:N", "system:N", "partitions:Q", "median(p99_ms):Q"])
-    line = base.mark_line().encode(strokeDash=alt.StrokeDash("testbed_label:N", title="testbed"))
+    # the testbed as dash and marker under one legend (the marker's; see ack_channels)
+    line = base.mark_line().encode(strokeDash=alt.StrokeDash("testbed_label:N", legend=None))
     pts = base.mark_point(filled=True, size=40).encode(shape=alt.Shape("testbed_label:N", title="testbed"))
     ch = alt.layer(line, pts).properties(width=150, height=H).facet(
-        column=alt.Column("durability:N", title=None), row=alt.Row("metric:N", title=None))
+        column=alt.Column("durability:N", title=None, header=alt.Header(labelExpr="split(datum.label, ', ')")),
+        row=alt.Row("metric:N", title=None))
     cap = ("Partition sweep (study 000 Tables 2-12 … 2-16 and 1-3): p99 publish and end-to-end latency against partitions "
            "at 200 K msg/s, by local durability and acknowledgement level; log–log.")
     return ch, cap, f"Line chart of p99 latency versus partitions (1 to 10000) for Kafka and Pulsar, {runs.height} runs."

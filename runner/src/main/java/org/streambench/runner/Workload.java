@@ -186,7 +186,7 @@ public final class Workload {
         long s = 300 + warmupSeconds() + testSeconds() + 60 + 120 + 120;
         if (producerRate == 0) {
             s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
-            s += (long) discoveryRemeasures * (testSeconds() + Math.max(10, 2L * discoveryStepSeconds));
+            s += (long) discoveryRemeasures * (testSeconds() + Runner.maxRecoverSeconds(this));
         }
         if (backlogBytes > 0) {
             long build = producerRate > 0 ? (long) Math.ceil(backlogBytes / ((double) producerRate * messageSize)) : 3600;
