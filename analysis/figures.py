@@ -218,6 +218,11 @@ def render(d, ref, fid, out: Path, png_scale: float = 2.0):
     if fid not in BUILDERS:
         raise InputError("--id", "id", f"unknown figure {fid!r}; known: {', '.join(FIGURE_IDS)}")
     chart, caption, alt_text = BUILDERS[fid](d, ref)
+    return save_chart(chart, fid, caption, alt_text, out, png_scale)
+
+
+def save_chart(chart, fid, caption, alt_text, out: Path, png_scale: float = 2.0):
+    """<out>/<fid>.svg, .png, .pdf and .json (caption, alt text), each written atomically."""
     spec = chart.properties(title=fid).configure_view(stroke=None).to_dict()
     out.mkdir(parents=True, exist_ok=True)
     blobs = {"svg": vlc.vegalite_to_svg(spec).encode(), "png": vlc.vegalite_to_png(spec, scale=png_scale),

@@ -119,3 +119,4 @@ for _an_fid in AN_FIGURES:
 ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_FIGURES, ext=("svg", "png", "pdf", "json")))
 ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")))
 ALL_TARGETS.append("paper/_variables.yml")
+include: "study003.smk"

@@ -15,6 +15,10 @@ FIGURE_IDS = [
     "catchup-rate",
     "mixed-publish-p99",
     "fsync-probe",
+    # study 003 (paper/sections/study003.qmd, analysis/study003.py)
+    "study003-connection-time",
+    "study003-p99",
+    "study003-histogram",
 ]
 
 TABLE_IDS = [
@@ -27,4 +31,6 @@ TABLE_IDS = [
     "claims",
     "testbed",
     "runs",
+    "study003-fanout",
+    "study003-claims",
 ]

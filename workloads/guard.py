@@ -96,6 +96,9 @@ def deadline_seconds(wl: dict, limits: dict) -> int:
     if wl.get("producerRate", 0) == 0:
         d = _discovery(wl)
         s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
+    fan = _ext(wl).get("fanOut")
+    if isinstance(fan, dict):  # study 003: connecting may take the whole connect deadline, closing about as long
+        s += 2 * fan.get("connectDeadlineSeconds", 600)
     return int(round(s))
 
 
