@@ -26,7 +26,8 @@ rule paper:
         variables="paper/_variables.yml",
         durability="systems/durability.yaml",
         sources=["paper/paper.qmd", "paper/_quarto.yml", "paper/style.css", "paper/render.py", "paper/ids.py",
-                 *sorted(_paper_os.path.join("paper/sections", f) for f in _paper_os.listdir("paper/sections") if f.endswith(".qmd"))],
+                 *sorted(f"paper/sections/{f}" for f in _paper_os.listdir(_paper_os.path.join(_paper_dir, "sections"))
+                         if f.endswith(".qmd"))],
     output:
         html=PAPER_OUTPUTS[0],
         pdf=PAPER_OUTPUTS[1],

@@ -17,7 +17,7 @@ def load(name):
 def test_local_scale_maps_the_study_sizes_onto_the_ladder_and_keeps_rate_and_layout():
     doc = plan.load()
     local = doc["scales"]["local"]
-    for study, mine in ((20, 250), (30, 500), (40, 1000), (100, 2000)):
+    for study, mine in ((20, 100), (30, 250), (40, 500), (100, 1000)):
         wl, changes = scale.scale_workload(load(f"1-topic-1-partition-10kb-1p-1c-{study}ksub-1"), local)
         assert wl["subscriptionsPerTopic"] == mine and wl["consumerPerSubscription"] == 1
         assert wl["producerRate"] == 1, "not floored to min_rate nor capped to max_subscriptions"
@@ -25,7 +25,7 @@ def test_local_scale_maps_the_study_sizes_onto_the_ladder_and_keeps_rate_and_lay
                                                  "connectDeadlineSeconds": local["fanout_connect_deadline_seconds"]}
         assert any(c.startswith("subscriptionsPerTopic") for c in changes)
     wl, _ = scale.scale_workload(load(SHARED), local)
-    assert wl["subscriptionsPerTopic"] == 1 and wl["consumerPerSubscription"] == 250
+    assert wl["subscriptionsPerTopic"] == 1 and wl["consumerPerSubscription"] == 100
     aws, _ = scale.scale_workload(load(BASE), doc["scales"]["aws"])
     assert aws["subscriptionsPerTopic"] == 20000
 
