@@ -331,6 +331,12 @@ def render(d, ref, fid, out: Path, png_scale: float = 2.0):
     if fid not in BUILDERS:
         raise InputError("--id", "id", f"unknown figure {fid!r}; known: {', '.join(FIGURE_IDS)}")
     chart, caption, alt_text = BUILDERS[fid](d, ref)
+    return save_chart(chart, fid, caption, alt_text, out, png_scale)
+
+
+def save_chart(chart, fid, caption, alt_text, out: Path, png_scale: float = 2.0):
+    """<out>/<fid>.svg, .png, .pdf (fonts for print, hidden words dropped) and .json (caption, alt text), each
+    written atomically."""
     spec = print_spec(chart)
     out.mkdir(parents=True, exist_ok=True)
     svg = drop_hidden_text(vlc.vegalite_to_svg(spec))

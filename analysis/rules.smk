@@ -162,3 +162,4 @@ ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_DEBATE_TABLES, ext=("cs
 ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_FIGURES, ext=("svg", "png", "pdf", "json")))
 ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")))
 ALL_TARGETS.append("paper/_variables.yml")
+include: "study003.smk"

@@ -15,6 +15,10 @@ FIGURE_IDS = [
     "catchup-rate",
     "mixed-publish-p99",
     "fsync-probe",
+    # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
+    "study003-connection-time",
+    "study003-p99",
+    "study003-histogram",
 ]
 
 TABLE_IDS = [
@@ -32,4 +36,7 @@ TABLE_IDS = [
     "published-004",
     "debate-2020",
     "confluent-2020-files",
+    # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
+    "study003-fanout",
+    "study003-claims",
 ]

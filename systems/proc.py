@@ -156,6 +156,19 @@ def capped(cmd: list[str], log: Path, max_bytes: int) -> list[str]:
     return ["bash", "-c", _CAPPED, "streambench-node", str(int(max_bytes)), str(log), *cmd]
 
 
+def raise_nofile() -> None:
+    """In the child before exec: open-file soft limit up to the hard one (a broker serving a fan-out run holds a
+    connection per consumer; study 003, workloads/fanout.py). Raising the hard limit needs CAP_SYS_RESOURCE."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
 def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
                   stop_stage: int = 0, max_log_bytes: int | None = None) -> tuple[subprocess.Popen, PidRecord]:
     """Start cmd in a new session with stdout+stderr appended to log (at most max_log_bytes of it, if given);
@@ -165,7 +178,7 @@ def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Pa
         cmd = capped(cmd, log, max_log_bytes)
     with open(log, "ab") as lf:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             env=env, start_new_session=True)
+                             env=env, start_new_session=True, preexec_fn=raise_nofile)
     rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage)
     pid_dir(rundir).mkdir(parents=True, exist_ok=True)
     atomic_write_text(pid_dir(rundir) / f"{node}.json", json.dumps(rec.to_json(), indent=1))

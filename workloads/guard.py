@@ -99,6 +99,9 @@ def deadline_seconds(wl: dict, limits: dict) -> int:
         s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
         recovery = max(10, 2 * d["stepSeconds"])  # the runner's longest recovery before a measured phase
         s += recovery + d["remeasures"] * (recovery + _test_s(wl))  # measured phases run again lower
+    fan = _ext(wl).get("fanOut")
+    if isinstance(fan, dict):  # study 003: connecting may take the whole connect deadline, closing about as long
+        s += 2 * fan.get("connectDeadlineSeconds", 600)
     return int(round(s))
 
 

@@ -112,6 +112,7 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
             if not (omb_dir / f"{wl}.yaml").is_file():
                 raise PlanError(f"{path}: {where}.workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
         systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
+        _check_fanout_layouts(path, where, exp["workloads"], systems, omb_dir)
         _check_names(path, f"{where}.systems", systems, catalog.systems, "system")
         _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
         _check_names(path, f"{where}.tuning", _names(exp.get("tuning", defaults.get("tuning", []))), catalog.tunings, "tuning")
@@ -124,6 +125,18 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
         for wl in scale.get("skip_workloads", []):
             if not (omb_dir / f"{wl}.yaml").is_file():
                 raise PlanError(f"{path}: scales.{scale_name}.skip_workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
+
+
+def _check_fanout_layouts(path, where, workloads, systems, omb_dir) -> None:
+    from workloads import fanout
+
+    for wl in workloads:
+        doc = yaml.safe_load((omb_dir / f"{wl}.yaml").read_text()) or {}
+        for system in systems:
+            try:
+                fanout.check_layout(system, doc, f"{path}: {where}.systems: {system} with {omb_dir.name}/{wl}.yaml")
+            except fanout.FanOutError as exc:
+                raise PlanError(str(exc)) from None
 
 
 def _levels_union(catalog: Catalog, systems) -> tuple[str, ...]:
@@ -185,7 +198,31 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
                                         run = Run(system, level, tuning, variant, wl, rate, rep,
                                                   tuple(sorted(set(old.experiments) | {exp_id})), default_tuning)
                                     runs[key] = run
-    return sorted(runs.values(), key=lambda r: r.key)
+    out = sorted(runs.values(), key=lambda r: r.key)
+    _check_fanout(out, doc, scale_name, path)
+    return out
+
+
+def _check_fanout(runs: list[Run], doc: dict, scale_name: str, path: Path) -> None:
+    """Fan-out runs (study 003): a layout the system lacks, or more consumers than the open-file limit allows,
+    fail here, when the DAG is built, before any cluster starts."""
+    from workloads import fanout, scale as _scale  # scale imports this module
+
+    sc = doc["scales"][scale_name]
+    seen: set[tuple[str, str]] = set()
+    for r in runs:
+        if (r.system, r.base_workload) in seen:
+            continue
+        seen.add((r.system, r.base_workload))
+        src = OMB_DIR / f"{r.base_workload}.yaml"
+        wl = yaml.safe_load(src.read_text())
+        if not fanout.is_fanout(wl):
+            continue
+        scaled, _ = _scale.scale_workload(wl, sc, r.rate)
+        try:
+            fanout.check_run(r.system, scaled, sc, f"{src} (scaled for '{scale_name}', {r.system})", f"{path}: scales.{scale_name}")
+        except fanout.FanOutError as exc:
+            raise PlanError(str(exc)) from None
 
 
 def priorities(runs: list[Run], seed: int) -> dict[str, int]:

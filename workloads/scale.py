@@ -37,15 +37,29 @@ def scale_workload(workload: dict, scale: dict, rate: int | None = None) -> tupl
             changes.append(f"{EXT}.{key}: {old} -> {new}")
             ext[key] = new
 
+    # a fan-out workload (study 003) keeps its rate (1 msg/s) and layout; fanout_map scales its consumer count
+    fan = isinstance(ext.get("fanOut"), dict)
     if rate is not None:
         set_field("producerRate", rate)
     r = wl.get("producerRate", 0)
-    if r > 0 and "rate_factor" in scale:
+    if fan:
+        fmap = {int(k): v for k, v in (scale.get("fanout_map") or {}).items()}
+        key = "consumerPerSubscription" if wl.get("consumerPerSubscription", 0) > 1 else "subscriptionsPerTopic"
+        if wl.get(key, 0) in fmap:
+            set_field(key, fmap[wl[key]])
+        fo = dict(ext["fanOut"])
+        for skey, fkey in (("fanout_connect_concurrency", "connectConcurrency"),
+                           ("fanout_connect_deadline_seconds", "connectDeadlineSeconds")):
+            if skey in scale and fo.get(fkey) != scale[skey]:
+                changes.append(f"{EXT}.fanOut.{fkey}: {fo.get(fkey)} -> {scale[skey]}")
+                fo[fkey] = scale[skey]
+        ext["fanOut"] = fo
+    elif r > 0 and "rate_factor" in scale:
         scaled = max(scale.get("min_rate", 100), round(r * scale["rate_factor"]))
         if "max_rate" in scale:
             scaled = min(scaled, scale["max_rate"])
         set_field("producerRate", int(scaled))
-    elif r > 0 and "max_rate" in scale:
+    elif r > 0 and "max_rate" in scale and not fan:
         set_field("producerRate", int(min(r, scale["max_rate"])))
     if r == 0 and "discovery" in scale:
         set_ext("rateDiscovery", dict(scale["discovery"]))
@@ -57,7 +71,7 @@ def scale_workload(workload: dict, scale: dict, rate: int | None = None) -> tupl
     elif "max_partitions" in scale and parts > scale["max_partitions"]:
         set_field("partitionsPerTopic", scale["max_partitions"])
 
-    if "max_subscriptions" in scale and wl.get("subscriptionsPerTopic", 0) > scale["max_subscriptions"]:
+    if not fan and "max_subscriptions" in scale and wl.get("subscriptionsPerTopic", 0) > scale["max_subscriptions"]:
         set_field("subscriptionsPerTopic", scale["max_subscriptions"])
 
     if "backlog_gb" in scale:

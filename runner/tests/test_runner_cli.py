@@ -97,3 +97,36 @@ def test_validate_pairs_reports_every_pair_in_one_jvm(tmp_path):
     assert p.returncode == 2 and f"{malformed}: line 1: expected" in p.stderr
     p = run("--pairs", str(lst), "--output", str(tmp_path / "o.json"))
     assert p.returncode == 2 and "--pairs goes with --validate-only" in p.stderr
+
+
+FANOUT = RUNNER / "testdata" / "fanout-200.yaml"
+
+
+@pytest.mark.slow
+def test_fanout_over_the_fd_limit_is_refused_before_anything_connects(tmp_path):
+    # 200 Kafka consumers need about 1 000 + 6 x 200 open files in one runner process; a limit of 1 100 is too low
+    # (bash's `ulimit -n` sets the soft and the hard limit, so omb-run cannot raise it back)
+    out = tmp_path / "out.json"
+    cmd = f"ulimit -n 1100 && exec {RUNNER / 'bin' / 'omb-run'} --workload {FANOUT} --driver {GOOD / 'kafka.yaml'} --output {out}"
+    p = subprocess.run(["bash", "-c", cmd], cwd=RUNNER, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    err = [line for line in p.stderr.splitlines() if line.startswith("omb-run: error:")]
+    assert len(err) == 1, p.stderr
+    assert f"{FANOUT}: field 'subscriptionsPerTopic'" in err[0] and "open-file limit of 1100" in err[0], err[0]
+    assert not out.exists()
+    # --validate-only does not check this host's limit (the run may happen on other hosts; workloads/fanout.py checks
+    # the scale's fd_limit before any cluster starts)
+    cmd = f"ulimit -n 1100 && exec {RUNNER / 'bin' / 'omb-run'} --validate-only --workload {FANOUT} --driver {GOOD / 'kafka.yaml'}"
+    p = subprocess.run(["bash", "-c", cmd], cwd=RUNNER, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.slow
+def test_fanout_shared_subscription_on_kafka_is_refused(tmp_path):
+    wl = tmp_path / "shared.yaml"
+    doc = FANOUT.read_text().replace("subscriptionsPerTopic: 200", "subscriptionsPerTopic: 1").replace(
+        "consumerPerSubscription: 1", "consumerPerSubscription: 200")
+    wl.write_text(doc)
+    p = run("--validate-only", "--workload", str(wl), "--driver", str(GOOD / "kafka.yaml"))
+    assert p.returncode == 2
+    assert f"{wl}: field 'consumerPerSubscription'" in p.stderr and "no shared subscription" in p.stderr, p.stderr

@@ -24,6 +24,7 @@ DRIVERS = {"kafka": TESTDATA / "kafka-3node.yaml", "pulsar": TESTDATA / "pulsar-
 STEADY = TESTDATA / "1-topic-10-partitions-1kb-2k-20s.yaml"
 BACKLOG = TESTDATA / "backlog-10mb.yaml"
 DISCOVERY = TESTDATA / "discovery.yaml"
+FANOUT = TESTDATA / "fanout-200.yaml"
 
 OMB_KEYS = ["workload", "driver", "messageSize", "topics", "partitions", "producersPerTopic", "consumersPerTopic",
             "publishRate", "publishErrorRate", "consumeRate", "backlog"]
@@ -227,3 +228,28 @@ def test_failed_run_writes_no_result_and_exits_nonzero(cluster, tmp_path):
     assert not out.exists(), "a failed run writes no result"
     assert not list(tmp_path.glob("fail.json.tmp-*"))
     assert out.with_suffix(".log").exists() and "run failed" in out.with_suffix(".log").read_text()
+
+
+@pytest.mark.integration
+def test_fanout_200_consumers_each_receive_everything_and_connection_time_is_recorded(cluster, tmp_path):
+    system, cj, cobj = cluster
+    out = tmp_path / "fanout.json"
+    p = omb_run(FANOUT, DRIVERS[system], out, cj, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(out.read_text())
+    x = check_result(res, cobj)  # includes: every subscription (= consumer here) received every acked message once
+    a = x["audit"]
+    assert len(a["receivedPerSubscription"]) == 200
+    assert all(s["lost"] == 0 for s in a["receivedPerSubscription"].values())
+    f = x["fanOut"]
+    assert f["consumers"] == 200 and f["connected"] == 200 and f["neverConnected"] == 0, {k: f[k] for k in ("consumers", "connected")}
+    assert f["connectConcurrency"] == 100
+    assert 0 < f["connectionTimeSeconds"] < 300
+    assert f["connectLatencyMs"]["count"] == 200 and f["connectedAfterMs"]["count"] == 200
+    assert f["connectedAfterMs"]["max"] == pytest.approx(f["connectionTimeSeconds"] * 1000, rel=2e-3)  # 3 digits
+    assert f["receivedPerConsumerMin"] == f["receivedPerConsumerMax"] == a["acked"] > 0
+    pc = f["perConsumer"]
+    assert len(pc["connectStart"]) == len(pc["connected"]) == len(pc["firstMessage"]) == 200
+    assert all(0 <= s <= c for s, c in zip(pc["connectStart"], pc["connected"]))
+    assert all(fm >= 0 for fm in pc["firstMessage"]), "every consumer received a first message"
+    assert x["endToEndLatencyMicros"]["count"] > 0

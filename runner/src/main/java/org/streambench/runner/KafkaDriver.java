@@ -132,6 +132,24 @@ final class KafkaDriver implements Driver {
 
     @Override
     public Consumer createConsumer(String topic, String subscription, Handler handler) {
+        return newConsumer(topic, subscription, handler, null);
+    }
+
+    @Override
+    public java.util.concurrent.CompletableFuture<Consumer> connectConsumer(String topic, String subscription, Handler handler) {
+        var joined = new java.util.concurrent.CompletableFuture<Consumer>();
+        try {
+            Consumer c = newConsumer(topic, subscription, handler, joined);
+            if (joined.isCompletedExceptionally()) return joined;
+            return joined.thenApply(x -> c);
+        } catch (Exception e) {
+            joined.completeExceptionally(e);
+            return joined;
+        }
+    }
+
+    /** joined (may be null) completes at the consumer's first partition assignment: it is in its group. */
+    private Consumer newConsumer(String topic, String subscription, Handler handler, java.util.concurrent.CompletableFuture<Consumer> joined) {
         Properties p = new Properties();
         p.putAll(cfg.commonConfig);
         p.putAll(cfg.consumerConfig);
@@ -141,8 +159,16 @@ final class KafkaDriver implements Driver {
         p.setProperty(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         boolean autoCommit = Boolean.parseBoolean(p.getProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true"));
         KafkaConsumer<String, byte[]> kc = new KafkaConsumer<>(p);
-        kc.subscribe(List.of(topic));
+        if (joined == null) kc.subscribe(List.of(topic));
+        else kc.subscribe(List.of(topic), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(java.util.Collection<org.apache.kafka.common.TopicPartition> ps) { }
+
+            @Override
+            public void onPartitionsAssigned(java.util.Collection<org.apache.kafka.common.TopicPartition> ps) { joined.complete(null); }
+        });
         KConsumer c = new KConsumer(kc, handler, autoCommit, "kafka-consumer-" + subscription + "-" + topic);
+        if (joined != null) c.onFailure = joined::completeExceptionally;
         synchronized (open) { open.add(c::close); }
         return c;
     }
@@ -154,6 +180,7 @@ final class KafkaDriver implements Driver {
         final Thread thread;
         volatile boolean wantPause, closed;
         volatile Throwable failure;
+        volatile java.util.function.Consumer<Throwable> onFailure;
 
         KConsumer(KafkaConsumer<String, byte[]> kc, Handler handler, boolean autoCommit, String name) {
             this.kc = kc;
@@ -180,6 +207,7 @@ final class KafkaDriver implements Driver {
                 if (!closed) failure = e;
             } catch (Throwable t) {
                 failure = t;
+                if (onFailure != null) onFailure.accept(t);
                 Log.error("Kafka consumer " + Thread.currentThread().getName() + " failed: " + t);
             } finally {
                 try {

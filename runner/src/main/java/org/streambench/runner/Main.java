@@ -17,7 +17,7 @@ public final class Main {
 
     static final String USAGE = "usage: omb-run --workload W.yaml --driver D.yaml [--cluster RUNDIR/cluster.json] --output OUT.json\n"
             + "               [--log LOG] [--process-index i --process-count n --start-at EPOCH_MS]\n"
-            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S]\n"
+            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S] [--fanout-barrier DIR]\n"
             + "       omb-run --validate-only --workload W.yaml --driver D.yaml [--cluster C.json]\n"
             + "       omb-run --validate-only --pairs LIST [--cluster C.json]   (LIST: one 'WORKLOAD<TAB>DRIVER' per line)\n"
             + "       omb-merge --output OUT.json PART.json...";
@@ -44,6 +44,7 @@ public final class Main {
         boolean validateOnly;
         Integer index, count;
         Long startAt, duration, warmup, deadline;
+        String barrier;
     }
 
     static Args parse(String[] args) {
@@ -67,6 +68,7 @@ public final class Main {
                 case "--duration-seconds": a.duration = num(k, v, 1, Long.MAX_VALUE); break;
                 case "--warmup-seconds": a.warmup = num(k, v, 0, Long.MAX_VALUE); break;
                 case "--deadline-seconds": a.deadline = num(k, v, 1, Long.MAX_VALUE); break;
+                case "--fanout-barrier": a.barrier = v; break;
                 default: throw new ConfigException("command line: unknown option " + k + "\n" + USAGE);
             }
         }
@@ -141,6 +143,12 @@ public final class Main {
                 throw new ConfigException(d.file, d.serviceUrl == null ? "client.serviceUrl" : "client.httpUrl", "missing, and no --cluster given");
         }
         if (a.count != null) { o.index = a.index; o.count = a.count; }
+        // the open-file check is about this process: a validation may run elsewhere than the run (aws client hosts)
+        FanOut.check(w, d, o.count, !a.validateOnly);
+        if (a.barrier != null) {
+            if (!w.fanOut() || o.count < 2) throw new ConfigException("command line: --fanout-barrier goes with a fan-out workload (x-streambench.fanOut) and --process-count > 1");
+            o.barrier = a.barrier;
+        }
         o.startAt = a.startAt;
         o.durationSeconds = a.duration;
         o.warmupSeconds = a.warmup;
@@ -149,7 +157,7 @@ public final class Main {
             if (w.producerRate == 0) throw new ConfigException(w.file, "producerRate", "0 (rate discovery) is not supported with --process-count > 1");
             if (w.backlogBytes > 0) throw new ConfigException(w.file, "consumerBacklogSizeGB", "backlog mode is not supported with --process-count > 1");
             if (w.mixed()) throw new ConfigException(w.file, "x-streambench.catchUpSubscriptions", "a mixed workload is not supported with --process-count > 1");
-            if (w.totalProducers() < o.count) throw new ConfigException(w.file, "producersPerTopic",
+            if (w.totalProducers() < o.count && !w.fanOut()) throw new ConfigException(w.file, "producersPerTopic",
                     "topics x producersPerTopic = " + w.totalProducers() + " is fewer than --process-count " + o.count);
         }
         return o;

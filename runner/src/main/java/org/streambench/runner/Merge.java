@@ -198,6 +198,8 @@ public final class Merge {
         }
         x.set("timeSeries", mergeSeries(docs, subs));
         x.set("audit", mergeAudit(docs));
+        ObjectNode fan = FanOut.merge(names, docs);
+        if (fan != null) x.set("fanOut", fan);
         ArrayNode wn = x.putArray("warnings");
         for (int i = 0; i < docs.size(); i++)
             for (JsonNode wj : docs.get(i).at("/x-streambench/warnings")) wn.add("part " + i + ": " + wj.asText());

@@ -198,7 +198,16 @@ final class PulsarDriver implements Driver {
 
     @Override
     public Consumer createConsumer(String topic, String subscription, Handler handler) throws Exception {
-        ConsumerBuilder<byte[]> b = client.newConsumer().topic(topic).subscriptionName(subscription)
+        return wrap(Driver.await(consumerBuilder(topic, subscription, handler).subscribeAsync(), "subscribing " + subscription + " to " + topic));
+    }
+
+    @Override
+    public java.util.concurrent.CompletableFuture<Consumer> connectConsumer(String topic, String subscription, Handler handler) {
+        return consumerBuilder(topic, subscription, handler).subscribeAsync().thenApply(this::wrap);
+    }
+
+    private ConsumerBuilder<byte[]> consumerBuilder(String topic, String subscription, Handler handler) {
+        return client.newConsumer().topic(topic).subscriptionName(subscription)
                 .subscriptionType(SubscriptionType.valueOf(cfg.subscriptionType))
                 .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
                 .receiverQueueSize(cfg.receiverQueueSize)
@@ -210,7 +219,9 @@ final class PulsarDriver implements Driver {
                     handler.onMessage(msg.getValue(), part);
                     c.acknowledgeAsync(msg);
                 });
-        org.apache.pulsar.client.api.Consumer<byte[]> c = Driver.await(b.subscribeAsync(), "subscribing " + subscription + " to " + topic);
+    }
+
+    private Consumer wrap(org.apache.pulsar.client.api.Consumer<byte[]> c) {
         Consumer bc = new Consumer() {
             @Override
             public void pause() { c.pause(); }

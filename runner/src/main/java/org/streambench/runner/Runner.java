@@ -21,6 +21,7 @@ public final class Runner {
         public Long durationSeconds, warmupSeconds;
         /** wall-clock bound on the whole run (null: the workload's default); past it the run fails with a timeout */
         public Long deadlineSeconds;
+        public String barrier;         // fan-out with several processes: directory where they agree on the start
     }
 
     /** set once the deadline has passed: Main exits with status 3 (timeout) */
@@ -241,6 +242,13 @@ public final class Runner {
             expected.put(name, w.topics * w.consumerPerSubscription);
         }
         int cidx = 0;
+        FanOut fan = null; // fan-out workloads: consumers connect concurrently, per-consumer times (FanOut)
+        if (w.fanOut()) {
+            int total = w.topics * allSubs() * w.consumerPerSubscription, mineN = 0;
+            for (int c = 0; c < total; c++) if (c % o.count == o.index) mineN++;
+            fan = new FanOut(w, mineN);
+        }
+        int fanIdx = 0;
         for (int t = 0; t < w.topics; t++) {
             for (int s = 0; s < allSubs(); s++) {
                 boolean cu = s >= tailSubs();
@@ -253,10 +261,26 @@ public final class Runner {
                         if (cu) receivedCatchUp.increment();
                         a.record(MessageHeader.producerId(payload), MessageHeader.sequence(payload), partition);
                     };
+                    if (fan != null) {
+                        fan.connect(driver, fanIdx, topics.get(t), subNames.get(s), h, () -> abort);
+                        fanIdx++;
+                        continue;
+                    }
                     Driver.Consumer dcn = driver.createConsumer(topics.get(t), subNames.get(s), h);
                     if (cu) { dcn.pause(); catchUpConsumers.add(dcn); } else tailingConsumers.add(dcn);
                 }
             }
+        }
+        if (fan != null) {
+            tailingConsumers.addAll(fan.await(() -> abort));
+            for (String sub : fan.unconnectedSubscriptions()) {
+                expected.remove(sub);
+                audits.removeIf(a -> a.name.equals(sub));
+            }
+            if (fan.connectedCount() < fanIdx)
+                warnings.add((fanIdx - fan.connectedCount()) + " consumers never connected within " + w.fanOutDeadlineSeconds
+                        + " s (x-streambench.fanOut.neverConnected); their subscriptions are left out of the audit");
+            if (o.barrier != null) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort);
         }
         if (!expected.isEmpty()) driver.waitConsumersReady(expected, 120_000);
         Log.info("consumers ready: " + (tailingConsumers.size() + catchUpConsumers.size()) + " in this process");
@@ -812,10 +836,11 @@ public final class Runner {
         x.set("clientLog", ClientLogCounter.summary());
         String storm = ClientLogCounter.stormWarning();
         if (storm != null) warnings.add(storm);
+        if (fan != null) x.set("fanOut", fan.toJson());
         ArrayNode wn = x.putArray("warnings");
         warnings.forEach(wn::add);
-        for (Driver.Consumer c : tailingConsumers) try { c.close(); } catch (Exception ignored) { }
-        for (Driver.Consumer c : catchUpConsumers) try { c.close(); } catch (Exception ignored) { }
+        Driver.closeParallel(tailingConsumers);
+        Driver.closeParallel(catchUpConsumers);
         return r;
     }
 

@@ -17,9 +17,10 @@ public final class Workload {
             "consumerBacklogSizeGB", "backlogDrainRatio", "testDurationMinutes", "warmupDurationMinutes",
             "x-streambench");
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
-            "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery");
+            "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery", "fanOut");
     static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
             "remeasures", "maxPublishDelayMs");
+    static final Set<String> FANOUT_FIELDS = Set.of("connectConcurrency", "connectDeadlineSeconds");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
 
@@ -44,6 +45,9 @@ public final class Workload {
     public double discoveryInitialRate = 1000;
     public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;
+    /** x-streambench.fanOut: consumers connected concurrently (0 = not a fan-out workload), see FanOut */
+    public int fanOutConcurrency;
+    public long fanOutDeadlineSeconds;
     public ObjectNode echo;
 
     private Workload(String file) { this.file = file; }
@@ -95,6 +99,12 @@ public final class Workload {
         if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
             throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
                     + " s of a " + w.discoveryStepSeconds + "-s step to judge; at least 2 s are needed");
+        if (root.path("x-streambench").has("fanOut")) {
+            Fields fo = x.object("fanOut");
+            fo.rejectUnknown(FANOUT_FIELDS);
+            w.fanOutConcurrency = (int) fo.integer("connectConcurrency", 100, 1, 100_000);
+            w.fanOutDeadlineSeconds = fo.integer("connectDeadlineSeconds", 600, 1, 7 * 24 * 3600);
+        }
 
         // ---- combinations (OMB would accept these and fail later, or silently misbehave) ----
         if (w.topics < 1) throw f.error("topics", "must be >= 1 (got " + w.topics + ")");
@@ -188,12 +198,15 @@ public final class Workload {
             s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
             s += (long) discoveryRemeasures * (testSeconds() + Runner.maxRecoverSeconds(this));
         }
+        if (fanOut()) s += 2 * fanOutDeadlineSeconds; // connecting the consumers, and closing them
         if (backlogBytes > 0) {
             long build = producerRate > 0 ? (long) Math.ceil(backlogBytes / ((double) producerRate * messageSize)) : 3600;
             s += build + Math.max(600, 10 * build);
         }
         return s;
     }
+
+    public boolean fanOut() { return fanOutConcurrency > 0; }
 
     public int totalProducers() { return topics * producersPerTopic; }
 }

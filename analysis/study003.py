@@ -1,0 +1,230 @@
+"""Study 003 (NTT, one topic / thousands of consumers): connection time and p99 end to end vs consumers.
+
+python -m analysis.study003 --raw data/raw --reference data/reference/studies.csv --tables paper/tables \
+    --figures paper/figures [--png-scale 2]
+
+Reads this project's fan-out runs (result files whose `x-streambench.fanOut` block exists, any testbed) and the
+study's published numbers (data/reference/studies.csv, study 003), and writes
+- paper/tables/study003-fanout.{csv,md}: one row per run and per published point, each labelled with its source;
+- paper/tables/study003-claims.{csv,md}: the study's numbers with this testbed's value at the same consumer count
+  and a verdict;
+- paper/figures/study003-connection-time, study003-p99, study003-histogram (.svg/.png/.pdf/.json).
+The study's published points are drawn beside this testbed's and labelled as the study's; they come from
+another machine (one Pulsar 2.10 broker on AWS i3.4xlarge), another Pulsar version and an unstated layout.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+import altair as alt
+
+from . import InputError
+from .claims import verdict
+from .figures import save_chart
+from .report import to_csv, to_md, write_text_atomic
+
+FIGURE_IDS = ["study003-connection-time", "study003-p99", "study003-histogram"]
+TABLE_IDS = ["study003-fanout", "study003-claims"]
+STUDY_LABEL = "study 003 (published: Pulsar 2.10, 1 broker, AWS)"
+TABLE_COLS = ["source", "testbed", "system", "layout", "study_consumers", "consumers", "connection_time_s",
+              "never_connected", "e2e_p50_s", "e2e_p99_s", "lost", "file"]
+CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "testbed", "verdict", "note"]
+_WL = re.compile(r"^1-topic-1-partition-10kb-1p-(?:1c-(?P<subs>\d+)ksub|(?P<cons>\d+)kc-shared)-1$")
+
+
+def layout_of(workload: str) -> tuple[str, int] | None:
+    """(layout, the study's consumer count) from a study-003 workload name, None for other workloads."""
+    m = _WL.match(workload)
+    if not m:
+        return None
+    if m["subs"]:
+        return "N subscriptions x 1", int(m["subs"]) * 1000
+    return "1 shared x N", int(m["cons"]) * 1000
+
+
+def runs(raw: Path) -> list[dict]:
+    """One row per fan-out result file under raw/<testbed>/<system>/<level>/<workload>/rep-<n>.json."""
+    rows = []
+    for p in sorted(raw.glob("*/*/*/*/rep-*.json")):
+        testbed, system, level, workload = p.relative_to(raw).parts[:4]
+        lay = layout_of(workload)
+        if lay is None:
+            continue
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(str(p), "(file)", f"not readable as JSON: {e}") from None
+        x = doc.get("x-streambench") or {}
+        f = x.get("fanOut")
+        if not isinstance(f, dict):
+            raise InputError(str(p), "x-streambench.fanOut", "missing in a study-003 run (runner too old?)")
+        e2e = x.get("endToEndLatencyMicros") or {}
+        pc = f.get("perConsumer") or {}
+        rows.append({
+            "source": "this testbed", "testbed": testbed, "system": system, "level": level, "layout": lay[0],
+            "study_consumers": lay[1], "consumers": f["consumers"], "connection_time_s": f.get("connectionTimeSeconds"),
+            "never_connected": f["neverConnected"],
+            "e2e_p50_s": e2e["p50"] / 1e6 if e2e.get("count") else None,
+            "e2e_p99_s": e2e["p99"] / 1e6 if e2e.get("count") else None,
+            "lost": (x.get("audit") or {}).get("lost"), "file": str(p),
+            "connected_ms": [v for v in pc.get("connected", []) if v >= 0],
+        })
+    return rows
+
+
+def published(reference: Path) -> list[dict]:
+    """The study's baseline points (consumers -> p99 e2e, connection time); '(lower bound)' units kept as bounds."""
+    pts: dict[int, dict] = {}
+    with open(reference, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["study"] != "003" or r["experiment"] != "baseline_shared":
+                continue
+            n = int(r["config"].split("K")[0]) * 1000
+            pt = pts.setdefault(n, {"source": STUDY_LABEL, "testbed": "aws i3.4xlarge (study 003)", "system": "pulsar",
+                                    "layout": "as published (unstated)", "study_consumers": n, "consumers": n,
+                                    "never_connected": None, "e2e_p50_s": None, "lost": None, "file": str(reference),
+                                    "connection_time_s": None, "e2e_p99_s": None, "bound": {}})
+            v = float(r["value"]) * (60 if r["unit"].startswith("min") else 1)
+            key = {"e2e_p99": "e2e_p99_s", "connection_time": "connection_time_s",
+                   "connection_time_extrapolated": "connection_time_s"}.get(r["metric"])
+            if key is None:
+                continue
+            pt[key] = v
+            if "lower bound" in r["unit"]:
+                pt["bound"][key] = "lower bound"
+            if r["metric"] == "connection_time_extrapolated":
+                pt["bound"][key] = "extrapolated (never connected)"
+    return [pts[n] for n in sorted(pts)]
+
+
+def claims(pub: list[dict], ours: list[dict]) -> list[dict]:
+    """The study's numbers beside this testbed's run at the same study size (Pulsar, N-subscription layout first)."""
+    out = []
+    for pt in pub:
+        n = pt["study_consumers"]
+        mine = [r for r in ours if r["system"] == "pulsar" and r["study_consumers"] == n and r["consumers"] == n]
+        mine.sort(key=lambda r: r["layout"] != "1 shared x N")
+        for key, metric, unit in (("connection_time_s", "connection time", "s"), ("e2e_p99_s", "p99 end to end", "s")):
+            if pt.get(key) is None:
+                continue
+            bound = pt["bound"].get(key, "")
+            printed = f"{pt[key]:g}"
+            ours_v = mine[0][key] if mine else None
+            if not mine:
+                v = "not run at this size here (see the local ladder)"
+            elif bound == "lower bound":
+                v = "holds" if ours_v is not None and ours_v >= pt[key] else "does not hold here"
+            elif bound.startswith("extrapolated"):
+                v = "connected here" if mine[0]["never_connected"] == 0 else "did not connect here either"
+            else:
+                v = verdict(printed, ours_v, approx=True, tol_pct=10.0)[0]
+            out.append({"claim": f"{n // 1000}K consumers: {metric}" + (f" ({bound})" if bound else ""),
+                        "study_consumers": n, "metric": metric, "printed": printed, "unit": unit,
+                        "this_testbed": ours_v, "testbed": mine[0]["testbed"] if mine else "",
+                        "verdict": v, "note": mine[0]["layout"] if mine else ""})
+    return out
+
+
+def _points(pub, ours, key):
+    pts = [{"consumers": r["consumers"], "value": r[key], "series": f"{r['system']}, {r['layout']} ({r['testbed']})",
+            "kind": "this testbed"} for r in ours if r.get(key) is not None]
+    pts += [{"consumers": r["consumers"], "value": r[key], "series": STUDY_LABEL + (
+        f" [{r['bound'][key]}]" if key in r["bound"] else ""), "kind": "published"} for r in pub if r.get(key) is not None]
+    return pts
+
+
+def _empty(msg):
+    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
+
+
+def _vs_consumers(pts, ytitle, target=None):
+    if not pts:
+        return _empty("no study-003 data")
+    base = alt.Chart(alt.Data(values=pts)).encode(
+        x=alt.X("consumers:Q", scale=alt.Scale(type="log"), title="consumers"),
+        y=alt.Y("value:Q", scale=alt.Scale(type="log"), title=ytitle),
+        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)),
+        shape=alt.Shape("kind:N", title=None))
+    chart = base.mark_line(point=True)
+    if target is not None:
+        rule = alt.Chart(alt.Data(values=[{"y": target}])).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
+        chart = chart + rule
+    return chart.properties(width=420, height=260)
+
+
+def fig_connection(pub, ours):
+    chart = _vs_consumers(_points(pub, ours, "connection_time_s"), "connection time (s, first connect start → last connected)")
+    return chart, ("Connection time vs consumers (study 003 Table 1 / Figure 4): this testbed's runs per system and "
+                   "layout beside the study's published Pulsar 2.10 points (another machine and version; the 100K point "
+                   "is the study's extrapolation, never reached)."), (
+        "Log-log line chart of connection time in seconds against number of consumers, one line per system and "
+        "layout of this testbed and one for the study's published points.")
+
+
+def fig_p99(pub, ours):
+    chart = _vs_consumers(_points(pub, ours, "e2e_p99_s"), "p99 end to end (s)", target=1.0)
+    return chart, ("p99 end-to-end latency vs consumers (study 003 Table 1), one HdrHistogram over all consumers per "
+                   "run; the dashed line is the study's 1 s requirement. The study's 30K and 40K points are lower "
+                   "bounds (\">1 s\", \">4 s\")."), (
+        "Log-log line chart of p99 end-to-end latency in seconds against number of consumers, with a dashed line at 1 s.")
+
+
+def fig_histogram(pub, ours):
+    best = {}
+    for r in ours:
+        if r["connected_ms"] and r["consumers"] >= best.get(r["system"], {"consumers": 0})["consumers"]:
+            best[r["system"]] = r
+    vals = []
+    for sysname, r in sorted(best.items()):
+        for v in r["connected_ms"]:
+            vals.append({"s": v / 1000.0, "series": f"{sysname}, {r['consumers']} consumers, {r['layout']} ({r['testbed']})"})
+    if not vals:
+        return _empty("no study-003 run"), "Connection-time histogram: no run.", "No data."
+    chart = alt.Chart(alt.Data(values=vals)).mark_bar().encode(
+        x=alt.X("s:Q", bin=alt.Bin(maxbins=40), title="connected after (s since the first connect start)"),
+        y=alt.Y("count():Q", title="consumers"),
+        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)),
+        row=alt.Row("series:N", title=None, header=alt.Header(labels=False))).properties(width=420, height=120)
+    return chart, ("Per-consumer connection times at the largest size each system completed on this testbed "
+                   "(study 003 Figure 5 shows 20K consumers on its testbed: about 20 % connected in ~3 s, more than "
+                   "half within 1 min, a tail beyond 200 s)."), (
+        "Histograms of the time at which each consumer was connected, counted from the first connect start, one "
+        "panel per system.")
+
+
+BUILDERS = {"study003-connection-time": fig_connection, "study003-p99": fig_p99, "study003-histogram": fig_histogram}
+assert list(BUILDERS) == FIGURE_IDS
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--raw", type=Path, required=True)
+    ap.add_argument("--reference", type=Path, required=True)
+    ap.add_argument("--tables", type=Path, required=True)
+    ap.add_argument("--figures", type=Path, required=True)
+    ap.add_argument("--png-scale", type=float, default=2.0)
+    a = ap.parse_args(argv)
+    try:
+        ours = runs(a.raw)
+        pub = published(a.reference)
+        rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
+        cl = claims(pub, ours)
+        for tid, cols, rr in (("study003-fanout", TABLE_COLS, rows), ("study003-claims", CLAIM_COLS, cl)):
+            write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rr))
+            write_text_atomic(a.tables / f"{tid}.md", to_md(cols, rr))
+        for fid, build in BUILDERS.items():
+            chart, caption, alt_text = build(pub, ours)
+            save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+package org.streambench.runner;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** FanOut's bookkeeping (pure logic: a driver stub whose consumers connect when the test says so). */
+class FanOutTest {
+    /** Consumers connect when complete() is called; counts how many connects are in flight at once. */
+    static final class StubDriver implements Driver {
+        final List<CompletableFuture<Consumer>> pending = new ArrayList<>();
+        final AtomicInteger inFlight = new AtomicInteger(), maxInFlight = new AtomicInteger();
+        final List<Handler> handlers = new ArrayList<>();
+
+        @Override
+        public synchronized CompletableFuture<Consumer> connectConsumer(String topic, String sub, Handler h) {
+            CompletableFuture<Consumer> f = new CompletableFuture<>();
+            pending.add(f);
+            handlers.add(h);
+            maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+            return f;
+        }
+
+        synchronized void completeAll() {
+            for (CompletableFuture<Consumer> f : pending) {
+                inFlight.decrementAndGet();
+                f.complete(new Consumer() {
+                    public void pause() { }
+                    public void resume() { }
+                    public void close() { }
+                });
+            }
+            pending.clear();
+        }
+
+        public List<String> topicNames(String runId, int topics) { return List.of("t"); }
+        public void createTopics(List<String> topics, int partitions) { }
+        public void waitForTopics(List<String> topics, int partitions, long timeoutMs) { }
+        public Producer createProducer(String topic) { throw new UnsupportedOperationException(); }
+        public Consumer createConsumer(String topic, String subscription, Handler handler) { throw new UnsupportedOperationException(); }
+        public void waitConsumersReady(Map<String, Integer> expected, long timeoutMs) { }
+        public void deleteTopics(List<String> topics) { }
+        public ObjectNode endpoints() { return Fields.JSON.createObjectNode(); }
+        public void closeClients() { }
+        public void close() { }
+    }
+
+    static Workload workload(int subs, int concurrency) throws Exception {
+        Path t = Files.createTempFile("fan", ".yaml");
+        Files.writeString(t, "name: fan\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: 1024\nuseRandomizedPayloads: true\n"
+                + "randomizedPayloadPoolSize: 1\nsubscriptionsPerTopic: " + subs + "\nconsumerPerSubscription: 1\nproducersPerTopic: 1\n"
+                + "producerRate: 1\ntestDurationMinutes: 1\nx-streambench:\n  fanOut: {connectConcurrency: " + concurrency
+                + ", connectDeadlineSeconds: 1}\n");
+        Workload w = Workload.load(t.toString());
+        Files.delete(t);
+        return w;
+    }
+
+    @Test
+    void boundsConnectsInFlightAndRecordsEveryConsumer() throws Exception {
+        Workload w = workload(10, 4);
+        assertTrue(w.fanOut());
+        FanOut f = new FanOut(w, 10);
+        StubDriver d = new StubDriver();
+        Thread completer = new Thread(() -> {
+            for (int k = 0; k < 50; k++) {
+                try { Thread.sleep(5); } catch (InterruptedException e) { return; }
+                d.completeAll();
+            }
+        });
+        completer.start();
+        for (int i = 0; i < 10; i++) assertTrue(f.connect(d, i, "t", "sub-" + i, (p, part) -> { }, () -> false));
+        List<Driver.Consumer> cs = f.await(() -> false);
+        completer.join();
+        assertEquals(10, cs.size());
+        assertTrue(d.maxInFlight.get() <= 4, "at most connectConcurrency in flight: " + d.maxInFlight.get());
+        d.handlers.get(3).onMessage(new byte[64], 0);
+        ObjectNode j = f.toJson();
+        assertEquals(10, j.get("consumers").asInt());
+        assertEquals(0, j.get("neverConnected").asInt());
+        assertEquals(9, j.get("connectedWithoutMessages").asInt());
+        assertEquals(1, j.at("/perConsumer/received/3").asInt());
+        assertTrue(j.at("/perConsumer/firstMessage/3").asLong() >= 0);
+        assertEquals(-1, j.at("/perConsumer/firstMessage/0").asLong());
+        assertTrue(f.unconnectedSubscriptions().isEmpty());
+    }
+
+    @Test
+    void consumersNotConnectedByTheDeadlineAreCounted() throws Exception {
+        Workload w = workload(3, 2);
+        FanOut f = new FanOut(w, 3);
+        StubDriver d = new StubDriver();
+        assertTrue(f.connect(d, 0, "t", "sub-0", (p, part) -> { }, () -> false));
+        assertTrue(f.connect(d, 1, "t", "sub-1", (p, part) -> { }, () -> false));
+        // two in flight, none completes: the third waits for a permit until the 1-s deadline passes
+        assertFalse(f.connect(d, 2, "t", "sub-2", (p, part) -> { }, () -> false));
+        f.await(() -> false);
+        ObjectNode j = f.toJson();
+        assertEquals(3, j.get("neverConnected").asInt());
+        assertEquals(0, j.get("connected").asInt());
+        assertTrue(j.get("connectionTimeSeconds").isNull());
+        assertEquals(List.of("sub-0", "sub-1", "sub-2"), new ArrayList<>(f.unconnectedSubscriptions()));
+    }
+
+    @Test
+    void mergeRebasesEveryPartOntoOneClock() {
+        // part 0 started connecting at t=1 000 000 µs (epoch), part 1 at t=1 500 000; last consumer connected at 4.0 s
+        ObjectNode p0 = part(1_000_000, new long[]{0, 100}, new long[]{200, 2_000}, new long[]{5, 5});
+        ObjectNode p1 = part(1_500_000, new long[]{0}, new long[]{2_500}, new long[]{5});
+        ObjectNode m = FanOut.merge(List.of("p0", "p1"), List.of(p0, p1));
+        assertEquals(3, m.get("consumers").asInt());
+        assertEquals(3, m.get("connected").asInt());
+        assertEquals(3.0, m.get("connectionTimeSeconds").asDouble(), 1e-9, "first start 1.0 s -> last connected 4.0 s");
+        assertEquals(1_000_000, m.at("/perConsumer/baseEpochMicros").asLong());
+        assertEquals(3_000, m.at("/perConsumer/connected/2").asLong(), "part 1's consumer re-based: 0.5 s + 2.5 s");
+        assertEquals(3_000.0, m.at("/connectedAfterMs/max").asDouble(), 3.0);
+        assertEquals(5, m.get("receivedPerConsumerMin").asInt());
+    }
+
+    private static ObjectNode part(long base, long[] startMs, long[] connectedMs, long[] received) {
+        ObjectNode doc = Fields.JSON.createObjectNode();
+        ObjectNode f = doc.putObject("x-streambench").putObject("fanOut");
+        f.put("connectConcurrency", 10);
+        f.put("connectDeadlineSeconds", 60);
+        ObjectNode pc = f.putObject("perConsumer");
+        pc.put("baseEpochMicros", base);
+        var s = pc.putArray("connectStart");
+        var c = pc.putArray("connected");
+        var fm = pc.putArray("firstMessage");
+        var r = pc.putArray("received");
+        for (int i = 0; i < startMs.length; i++) { s.add(startMs[i]); c.add(connectedMs[i]); fm.add(connectedMs[i] + 1); r.add(received[i]); }
+        return doc;
+    }
+
+    @Test
+    void mergeRefusesAPartWithoutTheBlock() {
+        ObjectNode p0 = part(1_000_000, new long[]{0}, new long[]{1}, new long[]{1});
+        JsonNode p1 = Fields.JSON.createObjectNode().putObject("x-streambench");
+        ObjectNode wrap = Fields.JSON.createObjectNode();
+        wrap.set("x-streambench", p1);
+        assertThrows(ConfigException.class, () -> FanOut.merge(List.of("p0", "p1"), List.of(p0, wrap)));
+    }
+}
