@@ -1,7 +1,7 @@
 """Study 003 (NTT, one topic / thousands of consumers): connection time and p99 end to end vs consumers.
 
 python -m analysis.study003 --raw data/raw --reference data/reference/studies.csv --tables paper/tables \
-    --figures paper/figures [--png-scale 2]
+    --figures paper/figures [--png-scale 2] [--suspect mark|exclude]
 
 Reads this project's fan-out runs (result files whose `x-streambench.fanOut` block exists, any testbed) and the
 study's published numbers (data/reference/studies.csv, study 003), and writes
@@ -11,6 +11,8 @@ study's published numbers (data/reference/studies.csv, study 003), and writes
 - paper/figures/study003-connection-time, study003-p99, study003-histogram (.svg/.png/.pdf/.json).
 The study's published points are drawn beside this testbed's and labelled as the study's; they come from
 another machine (one Pulsar 2.10 broker on AWS i3.4xlarge), another Pulsar version and an unstated layout.
+Runs that workloads.run judged suspect (`x-streambench.testbedHost.validity`) are labelled '<testbed> (suspect)'
+or left out, as analysis.ingest does for every other figure and table (`analysis.suspect_runs`).
 """
 from __future__ import annotations
 
@@ -47,8 +49,9 @@ def layout_of(workload: str) -> tuple[str, int] | None:
     return "1 shared x N", int(m["cons"]) * 1000
 
 
-def runs(raw: Path) -> list[dict]:
-    """One row per fan-out result file under raw/<testbed>/<system>/<level>/<workload>/rep-<n>.json."""
+def runs(raw: Path, suspect: str = "mark") -> list[dict]:
+    """One row per fan-out result file under raw/<testbed>/<system>/<level>/<workload>/rep-<n>.json; a suspect
+    run's testbed reads '<testbed> (suspect)' (suspect="mark") or the run is left out ("exclude")."""
     rows = []
     for p in sorted(raw.glob("*/*/*/*/rep-*.json")):
         testbed, system, level, workload = p.relative_to(raw).parts[:4]
@@ -63,6 +66,10 @@ def runs(raw: Path) -> list[dict]:
         f = x.get("fanOut")
         if not isinstance(f, dict):
             raise InputError(str(p), "x-streambench.fanOut", "missing in a study-003 run (runner too old?)")
+        if ((x.get("testbedHost") or {}).get("validity") or {}).get("status") == "suspect":
+            if suspect == "exclude":
+                continue
+            testbed = f"{testbed} (suspect)"
         e2e = x.get("endToEndLatencyMicros") or {}
         pc = f.get("perConsumer") or {}
         rows.append({
@@ -208,9 +215,11 @@ def main(argv=None):
     ap.add_argument("--tables", type=Path, required=True)
     ap.add_argument("--figures", type=Path, required=True)
     ap.add_argument("--png-scale", type=float, default=2.0)
+    ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
+                    help="runs workloads.run judged suspect: labelled '<testbed> (suspect)' or left out")
     a = ap.parse_args(argv)
     try:
-        ours = runs(a.raw)
+        ours = runs(a.raw, a.suspect)
         pub = published(a.reference)
         rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
         cl = claims(pub, ours)

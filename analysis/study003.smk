@@ -16,11 +16,12 @@ rule analysis_study003:
         expand("paper/tables/{t}.{ext}", t=AN_S003_TABLES, ext=("csv", "md")),
     params:
         scale=_AN.get("png_scale", 2.0),
+        suspect=_AN.get("suspect_runs", "mark"),
     log:
         "logs/analysis/study003.log",
     shell:
         "python -m analysis.study003 --raw data/raw --reference {input.reference} --tables paper/tables"
-        " --figures paper/figures --png-scale {params.scale} > {log} 2>&1"
+        " --figures paper/figures --png-scale {params.scale} --suspect {params.suspect} > {log} 2>&1"
 
 
 ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_S003_FIGURES, ext=("svg", "png", "pdf", "json")))
