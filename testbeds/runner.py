@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from . import deploy, remote
 from .inventory import Host, Inventory
 from .util import TestbedError, atomic_write_text, root
@@ -50,9 +52,22 @@ def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: i
     return cmd
 
 
+def clients_for(inv: Inventory, workload: Path) -> list[Host]:
+    """The client hosts that run this workload: all of them, but only the first for a fan-out workload (study 003,
+    `x-streambench.fanOut`): workloads/fanout.py sizes such a run's open files for one runner process, and the
+    runner's way to share one among processes (`--fanout-barrier`, a directory) needs a file system the hosts do
+    not share; split by --start-at alone, a process still connecting its consumers would miss the shared start."""
+    from workloads.fanout import is_fanout
+
+    doc = yaml.safe_load(workload.read_text()) or {}
+    return inv.clients[:1] if is_fanout(doc) else inv.clients
+
+
 def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Path, log: Path | None = None,
         lead_seconds: float = 30, timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
-    clients = inv.clients
+    clients = clients_for(inv, workload)
+    if len(clients) < len(inv.clients):
+        say(f"fan-out workload: the runner on {clients[0].name} only (one process holds every consumer)")
     n = len(clients)
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
     rev, dirty = deploy.git_revision()
