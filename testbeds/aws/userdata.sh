@@ -5,6 +5,7 @@
 # 2. The instance-store NVMe disks, found by model ("Amazon EC2 NVMe Instance Storage", never by device name),
 #    ordered by PCI address, formatted xfs, mounted noatime at /mnt/data-<n>; one directory per role inside:
 #    @ROLES@. What was found is written to /etc/streambench/disks.json (read back by the host probe).
+# 3. The open-file limit (below).
 # SB_SYSFS, SB_DRYRUN: the tests run the disk discovery against a made-up sysfs tree and only print the commands.
 set -euo pipefail
 SYSFS=${SB_SYSFS:-/sys}
@@ -17,6 +18,13 @@ if [ -z "${SB_DRYRUN:-}" ]; then
 else
   echo "+ poweroff after @MAX_LIFETIME_MINUTES@ minutes"
 fi
+
+# Open files: study 003's fan-out runs hold up to 100 000 consumers (about 6 open files each in a Kafka runner,
+#    workloads/fanout.py); scales.aws.fd_limit (workloads/experiments.yaml) is this hard limit. The ssh sessions
+#    that start the nodes and the runner read it from limits.d; each process raises its soft limit to it.
+run mkdir -p /etc/security/limits.d
+append /etc/security/limits.d/90-streambench.conf "* hard nofile 1048576"
+append /etc/security/limits.d/90-streambench.conf "* soft nofile 1048576"
 
 WANT=@DISKS@
 disks=()

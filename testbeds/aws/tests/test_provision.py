@@ -5,6 +5,7 @@ import subprocess
 
 import jsonschema
 import pytest
+import yaml
 
 from testbeds.aws import plan, provision
 from testbeds.aws.plan import ROOT, AwsError
@@ -188,6 +189,9 @@ def test_userdata_finds_the_instance_store_disks_by_model(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "+ poweroff after 120 minutes" in lines
+    # study 003's 100K-consumer runs: the hard open-file limit scales.aws.fd_limit assumes
+    fd_limit = yaml.safe_load((ROOT / "workloads" / "experiments.yaml").read_text())["scales"]["aws"]["fd_limit"]
+    assert f"+ append to /etc/security/limits.d/90-streambench.conf: * hard nofile {fd_limit}" in lines
     assert "+ mkfs.xfs -f /dev/nvme2n1" in lines and "+ mount -o noatime /dev/nvme2n1 /mnt/data-1" in lines
     assert "+ mount -o noatime /dev/nvme1n1 /mnt/data-2" in lines
     assert not any("nvme0n1" in line for line in lines)
