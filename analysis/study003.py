@@ -5,7 +5,8 @@ python -m analysis.study003 --raw data/raw --reference data/reference/studies.cs
 
 Reads this project's fan-out runs (result files whose `x-streambench.fanOut` block exists, any testbed) and the
 study's published numbers (data/reference/studies.csv, study 003), and writes
-- paper/tables/study003-fanout.{csv,md}: one row per run and per published point, each labelled with its source;
+- paper/tables/study003-fanout.{csv,md}: one row per run and per published point, each labelled with its source
+  (the CSV also names each row's file);
 - paper/tables/study003-claims.{csv,md}: the study's numbers with this testbed's value at the same consumer count
   and a verdict;
 - paper/figures/study003-connection-time, study003-p99, study003-histogram (.svg/.png/.pdf/.json).
@@ -35,6 +36,7 @@ TABLE_IDS = ["study003-fanout", "study003-claims"]
 STUDY_LABEL = "study 003 (published: Pulsar 2.10, 1 broker, AWS)"
 TABLE_COLS = ["source", "testbed", "system", "layout", "study_consumers", "consumers", "connection_time_s",
               "never_connected", "e2e_p50_s", "e2e_p99_s", "lost", "file"]
+MD_COLS = [c for c in TABLE_COLS if c != "file"]  # the paper's table; the CSV names each run's file
 CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "testbed", "verdict", "note"]
 _WL = re.compile(r"^1-topic-1-partition-10kb-1p-(?:1c-(?P<subs>\d+)ksub|(?P<cons>\d+)kc-shared)-1$")
 
@@ -223,9 +225,10 @@ def main(argv=None):
         pub = published(a.reference)
         rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
         cl = claims(pub, ours)
-        for tid, cols, rr in (("study003-fanout", TABLE_COLS, rows), ("study003-claims", CLAIM_COLS, cl)):
+        for tid, cols, md_cols, rr in (("study003-fanout", TABLE_COLS, MD_COLS, rows),
+                                       ("study003-claims", CLAIM_COLS, CLAIM_COLS, cl)):
             write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rr))
-            write_text_atomic(a.tables / f"{tid}.md", to_md(cols, rr))
+            write_text_atomic(a.tables / f"{tid}.md", to_md(md_cols, rr))
         for fid, build in BUILDERS.items():
             chart, caption, alt_text = build(pub, ours)
             save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)

@@ -105,6 +105,7 @@ def test_tables_and_figures_print_no_word_over_another(raw, tmp_path):
     with open(tables / "study003-fanout.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 9 + 4 and {r["source"] for r in rows} == {"this testbed", study003.STUDY_LABEL}
+    assert rows[0]["file"].startswith(str(raw)) and "rep-1.json" not in (tables / "study003-fanout.md").read_text()
     for fid in study003.FIGURE_IDS:
         meta = json.loads((figs / f"{fid}.json").read_text())
         assert meta["id"] == fid and len(meta["caption"]) > 40 and len(meta["alt"]) > 20
