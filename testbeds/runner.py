@@ -56,7 +56,8 @@ def clients_for(inv: Inventory, workload: Path) -> list[Host]:
     """The client hosts that run this workload: all of them, but only the first for a fan-out workload (study 003,
     `x-streambench.fanOut`): workloads/fanout.py sizes such a run's open files for one runner process, and the
     runner's way to share one among processes (`--fanout-barrier`, a directory) needs a file system the hosts do
-    not share; split by --start-at alone, a process still connecting its consumers would miss the shared start."""
+    not share; split by --start-at alone, a process still connecting its consumers at that time fails the run
+    ("set-up finished ... after --start-at"), and connecting thousands takes minutes."""
     from workloads.fanout import is_fanout
 
     doc = yaml.safe_load(workload.read_text()) or {}
