@@ -161,6 +161,9 @@ def run_seconds(run, est: dict) -> float:
     backlog_gb = w.get("consumerBacklogSizeGB", 0) or 0
     if backlog_gb and rate:
         seconds += backlog_gb * 1024**3 / (rate * w.get("messageSize", 1024))  # producing the backlog
+    fan = (w.get("x-streambench") or {}).get("fanOut")
+    if isinstance(fan, dict):  # study 003: connecting the consumers, up to its deadline (the study's 100K never finished)
+        seconds += fan.get("connectDeadlineSeconds", 600)
     return seconds
 
 

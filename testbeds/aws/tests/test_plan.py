@@ -10,8 +10,9 @@ from testbeds.aws.plan import ROOT, AwsError
 
 def test_the_aws_profile_plans_every_run_on_its_studys_fleet():
     by_fleet, rows, prices = plan.plan_from_config(load_config("aws", []))
-    assert sum(len(v) for v in by_fleet.values()) == 795
-    assert sorted(by_fleet) == ["s000", "s001", "s002", "s004"]
+    assert sum(len(v) for v in by_fleet.values()) == 807
+    assert sorted(by_fleet) == ["s000", "s001", "s002", "s003", "s004"]
+    assert len(by_fleet["s003"]) == 12  # study 003: E003-BASE on both systems, E003-SHARED on Pulsar, 4 sizes each
     assert rows[0].fleet.servers.type == "i3en.2xlarge" and rows[0].fleet.servers.count == 3
     for r in rows:
         per_hour = (r.fleet.servers.count * prices["prices"][r.fleet.servers.type]
@@ -28,6 +29,15 @@ def test_a_backlog_run_includes_the_time_to_build_the_backlog():
     # 512 GiB at 200K msg/s of 1 KiB, and its 5 measured minutes instead of 3
     assert plan.run_seconds(backlog, est) - plan.run_seconds(plain, est) == pytest.approx(
         512 * 1024**3 / (200000 * 1024) + 2 * 60)
+
+
+def test_a_fanout_run_includes_its_connect_deadline():
+    from workloads.plan import Run
+
+    est = plan.load_fleets("testbeds/aws/instances.yaml")[1]
+    fan = Run("pulsar", "L1", "stock", None, "1-topic-1-partition-10kb-1p-1c-20ksub-1", None, 1)
+    # 1 + 5 minutes of warm-up and test, the run overhead, and up to an hour connecting 20 000 consumers
+    assert plan.run_seconds(fan, est) == pytest.approx(6 * 60 + est["run_overhead_seconds"] + 3600)
 
 
 def test_the_readme_cost_table_is_the_one_the_code_computes():
