@@ -48,7 +48,7 @@ def test_the_readme_cost_table_is_the_one_the_code_computes():
 
 def test_every_fleet_cites_the_studies():
     text = (ROOT / "testbeds/aws/instances.yaml").read_text()
-    for study in ("000", "001", "002", "004"):
+    for study in ("000", "001", "002", "003", "004"):
         assert re.search(rf"studies\.md {study}\.1", text), study
 
 
