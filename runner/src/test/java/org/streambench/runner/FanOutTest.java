@@ -150,4 +150,28 @@ class FanOutTest {
         wrap.set("x-streambench", p1);
         assertThrows(ConfigException.class, () -> FanOut.merge(List.of("p0", "p1"), List.of(p0, wrap)));
     }
+
+    @Test
+    void stripedRecorderSumsOwnAndSharedRecordersAndRecyclesTheirHistograms() throws Exception {
+        // more recording threads than own recorders (a Kafka fan-out run: one polling thread per consumer)
+        StripedRecorder r = new StripedRecorder();
+        int threads = StripedRecorder.MAX_OWN + 3 * StripedRecorder.SHARED;
+        Runnable tick = () -> {
+            List<Thread> ts = new ArrayList<>();
+            for (int i = 0; i < threads; i++) ts.add(new Thread(() -> { r.record(1000); r.record(2000); }));
+            ts.forEach(Thread::start);
+            for (Thread t : ts) {
+                try { t.join(); } catch (InterruptedException e) { throw new AssertionError(e); }
+            }
+        };
+        tick.run();
+        org.HdrHistogram.Histogram sum = r.interval(null);
+        assertEquals(2L * threads, sum.getTotalCount(), "every thread's samples, own and shared recorders");
+        // the next tick reuses its histograms (into, and each recorder's last interval histogram) and counts only new samples
+        tick.run();
+        org.HdrHistogram.Histogram again = r.interval(sum);
+        assertSame(sum, again);
+        assertEquals(2L * threads, again.getTotalCount());
+        assertEquals(0, r.interval(again).getTotalCount(), "nothing recorded since");
+    }
 }
