@@ -85,6 +85,16 @@ def main(argv=None) -> int:
                 failures.append(f"{system} L1 cell: {rec['status']} lost={au.get('lost')} dup={au.get('duplicated')}")
             elif not Path(rec["result"]).is_file() or not Path(rec["result"]).with_suffix(".parts").is_dir():
                 failures.append(f"{system} L1 cell: no result or no parts beside {rec['result']}")
+            else:
+                # the host sampler sees the hosts' namespaces: the brokers' and the runner's CPU are theirs, not
+                # "other work", and the brokers' GC logs on the server hosts are read
+                host = rec.get("host") or {}
+                say(f"{system} L1: cluster {host.get('clusterCores')} cores, runner {host.get('runnerCores')}, "
+                    f"other {host.get('foreignCores')}; max GC pause {rec.get('maxGcPauseMs')} ms")
+                if not (host.get("clusterCores") or 0) > 0 or not (host.get("runnerCores") or 0) > 0:
+                    failures.append(f"{system} L1 cell: the lab's cluster or runner CPU was not attributed: {host}")
+                if rec.get("maxGcPauseMs") is None:
+                    failures.append(f"{system} L1 cell: no GC log of the server hosts' brokers was read")
         # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
                        cwd=root(), check=True, timeout=600)

@@ -186,15 +186,23 @@ def _group_pids(pgids: set[int]) -> list[int]:
     return out
 
 
+def group_pids(pgids: set[int]):
+    """A function listing the current members of the process groups pgids (for HostSampler)."""
+    pgids = set(pgids)
+    return (lambda: _group_pids(pgids)) if pgids else None
+
+
 class HostSampler(threading.Thread):
     """Samples the host once per `interval` s until stop(): CPU jiffies (all, idle, steal), the CPU jiffies of the
     cluster's and of the runner's process groups, the 1-min load average, and the data file system's use.
     `on_disk_full` is called once when the file system's use passes the stop fraction."""
 
-    def __init__(self, cluster_pgids: set[int], runner_pgid: int | None, data_path: Path, limits: dict,
-                 on_disk_full=None, interval: float = 1.0):
+    def __init__(self, cluster_pids, runner_pids, data_path: Path, limits: dict, on_disk_full=None,
+                 interval: float = 1.0):
+        """cluster_pids, runner_pids: functions listing the pids of the cluster's and of the runner's processes
+        now (group_pids for process groups of this machine; testbeds/hooks.py's for a lab's hosts), or None."""
         super().__init__(name="host-sampler", daemon=True)
-        self.cluster_pgids, self.runner_pgid = set(cluster_pgids), runner_pgid
+        self.cluster_pids, self.runner_pids = cluster_pids, runner_pids
         self.data_path, self.limits, self.on_disk_full, self.interval = data_path, limits, on_disk_full, interval
         self.samples: list[dict] = []
         self.disk_full: str | None = None
@@ -203,8 +211,8 @@ class HostSampler(threading.Thread):
 
     def sample(self) -> dict:
         total, idle, steal = read_stat()
-        cl = _proc_cpu(_group_pids(self.cluster_pgids)) if self.cluster_pgids else 0
-        rn = _proc_cpu(_group_pids({self.runner_pgid})) if self.runner_pgid else 0
+        cl = _proc_cpu(self.cluster_pids()) if self.cluster_pids else 0
+        rn = _proc_cpu(self.runner_pids()) if self.runner_pids else 0
         with open("/proc/loadavg") as fh:
             load1 = float(fh.read().split()[0])
         du = shutil.disk_usage(self.data_path)

@@ -247,9 +247,10 @@ def replicas_of(driver: Path) -> int:
 
 
 def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, rundir: Path, data_path: Path,
-               limits: dict) -> tuple[int, guard.HostSampler, str | None, float]:
-    """Run the runner in its own process group with a wall-clock bound and the disk watched.
-    Returns (exit code, the host sampler, why it was stopped or None, elapsed seconds)."""
+               limits: dict, host_view=None) -> tuple[int, guard.HostSampler, str | None, float]:
+    """Run the runner in its own process group with a wall-clock bound and the disk watched; host_view is what
+    testbeds/hooks.host_pids says of the hosts (None: this machine). Returns (exit code, the host sampler, why it
+    was stopped or None, elapsed seconds)."""
     cluster_pgids = set()
     for pf in (rundir / "pids").glob("*.json"):
         try:
@@ -262,7 +263,14 @@ def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, run
         fh.flush()
         p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True)
-    sampler = guard.HostSampler(cluster_pgids, p.pid, data_path, limits)
+    if host_view is None:  # this machine: the cluster's process groups and the runner's
+        cluster_pids, runner_pids = guard.group_pids(cluster_pgids), guard.group_pids({p.pid})
+    elif host_view == "remote":  # hosts elsewhere: this machine's CPU is not theirs (the disk is still watched)
+        cluster_pids = runner_pids = None
+    else:  # a lab: the server hosts' and the client hosts' namespaces (the ssh client here is the runner's too)
+        own = guard.group_pids({p.pid})
+        cluster_pids, runner_pids = host_view[0], (lambda: own() + host_view[1]())
+    sampler = guard.HostSampler(cluster_pids, runner_pids, data_path, limits)
     sampler.start()
     t0 = time.monotonic()
     # the runner ends itself at its deadline (exit 3, after a bounded clean-up); past that and this grace it is killed
@@ -308,6 +316,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
     cl = Clusters(clusters, limits, inventory)
     runner_log = work / "runner.log"
     try:
+        host_view = hooks.host_pids(inventory)  # what of the hosts' CPU this machine can see
         wl_src = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
         wl, changes = scale.scale_workload(wl_src, doc["scales"][scale_name], run.rate)
         record["scaling"] = changes
@@ -324,7 +333,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         cmd = hooks.runner_cmd(str(RUNNER), inventory=inventory) + ["--workload", str(wl_file), "--driver", str(drv_file),
                "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
                "--deadline-seconds", str(deadline)]
-        rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits)
+        rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits, host_view)
         record["runnerSeconds"] = round(elapsed, 1)
         record["diskPeakUsedBytes"] = sampler.peak_used
         if stopped == "disk":
@@ -341,8 +350,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         x = res.setdefault("x-streambench", {})
         t0 = _epoch(x.get("measurementStartTime"))
         t1 = _epoch(x.get("measurementEndTime"))
-        host = sampler.summary(t0, t1)
-        gc = guard.gc_pauses(guard.node_gc_logs(rundir), t0, t1) if t0 and t1 else {}
+        # hosts elsewhere (aws): no sample of theirs here, so no host-based verdict (the runner's still applies)
+        host = sampler.summary(t0, t1) if host_view != "remote" else None
+        gc_logs = {n: f for d in hooks.node_dirs(rundir, inventory) for n, f in guard.node_gc_logs(d).items()}
+        gc = guard.gc_pauses(gc_logs, t0, t1) if t0 and t1 else {}
         val = guard.validity(host, res, limits)
         x["testbedHost"] = {"measuredPhase": host, "brokerMaxGcPauseMs": gc,
                             "maxGcPauseMs": max(gc.values()) if gc else None, "validity": val}

@@ -84,3 +84,29 @@ def test_lab_names_carry_the_id_and_fit_ifnamsiz(tmp_path):
         plan("Bad_Id", 3, 1, "10.77.0.0/24", base=tmp_path)
     with pytest.raises(TestbedError, match="not a private range"):
         plan("ok", 3, 1, "8.8.8.0/24", base=tmp_path)
+
+
+def test_host_pids_sees_the_lab_namespaces_and_nothing_of_remote_hosts(tmp_path, monkeypatch):
+    from testbeds import hooks, lab
+    seen = []
+    monkeypatch.setattr(lab, "netns_pids", lambda ns: seen.append(ns) or [len(seen)])
+    assert hooks.host_pids(None) is None
+    servers, clients = hooks.host_pids(str(_write(tmp_path, _doc(tmp_path))))
+    assert servers() == [1, 2, 3] and seen == ["sbl-u1-s1", "sbl-u1-s2", "sbl-u1-s3"]
+    assert clients() == [4] and seen[-1] == "sbl-u1-c1"
+    doc = _doc(tmp_path)
+    doc["testbed"], doc["provider"] = "aws", {"kind": "aws", "region": "eu-west-1"}
+    assert hooks.host_pids(str(_write(tmp_path, doc))) == "remote"
+
+
+def test_node_dirs_are_the_server_hosts_run_directories(tmp_path):
+    from testbeds import hooks
+    rundir, hosts = tmp_path / "run", [tmp_path / "h1" / "run", tmp_path / "h2" / "run"]
+    for d in (rundir, *hosts):
+        d.mkdir(parents=True)
+    assert hooks.node_dirs(rundir, None) == [rundir]
+    assert hooks.node_dirs(rundir, "inv.json") == []  # no remote.json (yet): nothing to read
+    (rundir / "remote.json").write_text(json.dumps({"sb_cluster": {"rundir": {"server-1": str(hosts[0]),
+                                                                              "server-2": str(hosts[1]),
+                                                                              "server-3": str(tmp_path / "gone")}}}))
+    assert hooks.node_dirs(rundir, "inv.json") == hosts

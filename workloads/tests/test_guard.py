@@ -62,10 +62,10 @@ def test_sampler_attributes_cpu_to_the_runner_group(tmp_path):
     import subprocess
     import sys
     # a busy child in its own process group plays the runner; its own rusage is the truth to compare with
-    s = guard.HostSampler(set(), None, tmp_path, LIM, interval=0.25)
+    s = guard.HostSampler(None, None, tmp_path, LIM, interval=0.25)
     p = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<2.5: pass"],
                          start_new_session=True)
-    s.runner_pgid = p.pid
+    s.runner_pids = guard.group_pids({p.pid})
     s.start()
     _, _, ru = os.wait4(p.pid, 0)
     time.sleep(0.6)  # samples after the child is gone must not take its CPU back
@@ -82,7 +82,7 @@ def test_sampler_attributes_cpu_to_the_runner_group(tmp_path):
 
 def test_sampler_reports_a_full_disk_once(tmp_path):
     seen = []
-    s = guard.HostSampler(set(), None, tmp_path, {**LIM, "disk_stop_used_fraction": 0.0001}, on_disk_full=seen.append,
+    s = guard.HostSampler(None, None, tmp_path, {**LIM, "disk_stop_used_fraction": 0.0001}, on_disk_full=seen.append,
                           interval=0.05)
     s.start()
     time.sleep(0.5)
