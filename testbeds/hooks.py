@@ -58,7 +58,7 @@ def host_pids(inventory: str | None) -> tuple[Callable[[], list[int]], Callable[
 
     def pids(hosts) -> Callable[[], list[int]]:
         names = [netns[h.name] for h in hosts if h.name in netns]
-        return lambda: [p for ns in names for p in lab.netns_pids(ns)]
+        return lambda: lab.netns_pids(*names)
     return pids(inv.servers), pids(inv.clients)
 
 

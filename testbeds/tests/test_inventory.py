@@ -89,11 +89,11 @@ def test_lab_names_carry_the_id_and_fit_ifnamsiz(tmp_path):
 def test_host_pids_sees_the_lab_namespaces_and_nothing_of_remote_hosts(tmp_path, monkeypatch):
     from testbeds import hooks, lab
     seen = []
-    monkeypatch.setattr(lab, "netns_pids", lambda ns: seen.append(ns) or [len(seen)])
+    monkeypatch.setattr(lab, "netns_pids", lambda *ns: seen.append(ns) or [len(seen)])
     assert hooks.host_pids(None) is None
     servers, clients = hooks.host_pids(str(_write(tmp_path, _doc(tmp_path))))
-    assert servers() == [1, 2, 3] and seen == ["sbl-u1-s1", "sbl-u1-s2", "sbl-u1-s3"]
-    assert clients() == [4] and seen[-1] == "sbl-u1-c1"
+    assert servers() == [1] and seen == [("sbl-u1-s1", "sbl-u1-s2", "sbl-u1-s3")]
+    assert clients() == [2] and seen[-1] == ("sbl-u1-c1",)
     doc = _doc(tmp_path)
     doc["testbed"], doc["provider"] = "aws", {"kind": "aws", "region": "eu-west-1"}
     assert hooks.host_pids(str(_write(tmp_path, doc))) == "remote"
