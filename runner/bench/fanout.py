@@ -77,13 +77,13 @@ def omb(system: str, wl: Path, cluster: Path, out: Path, heap: bool) -> tuple[di
     return json.loads(out.read_text()), kb
 
 
-def plain(system: str, endpoint: str, topic: str, n: int, c: int) -> float:
+def plain(system: str, endpoint: str, topic: str, n: int, c: int, admin: str | None) -> float:
     cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
     p = subprocess.run(["java", "-Xmx2g", "-cp", cp, "org.streambench.runner.bench.PlainConnect", system, endpoint, topic,
-                        str(n), str(c)], capture_output=True, text=True, timeout=7200)
+                        str(n), str(c)] + ([admin] if admin else []), capture_output=True, text=True, timeout=7200)
     m = re.search(r"connected (\d+) in ([\d.]+) s", p.stdout)
     if p.returncode != 0 or not m:
-        sys.exit(f"PlainConnect failed ({p.returncode}): {p.stdout[-1000:]} {p.stderr[-2000:]}")
+        sys.exit(f"PlainConnect failed ({p.returncode}): {p.stdout[-1000:]} {p.stderr[:3000]}")
     return float(m.group(2))
 
 
@@ -120,11 +120,12 @@ def main() -> int:
         if a.only in (None, "connect"):
             if a.system == "pulsar":
                 endpoint, topic = cj["pulsar"]["serviceUrl"], "persistent://public/default/plain-connect-bench"
+                admin = cj["pulsar"]["httpUrl"]
             else:
-                endpoint, topic = cj["kafka"]["bootstrapServers"], "plain-connect-bench"
+                endpoint, topic, admin = cj["kafka"]["bootstrapServers"], "plain-connect-bench", None
             runner_rates, plain_rates = [], []
             for i in range(a.reps):
-                s = plain(a.system, endpoint, topic, a.consumers, a.concurrency)
+                s = plain(a.system, endpoint, topic, a.consumers, a.concurrency, admin)
                 plain_rates.append(a.consumers / s)
                 res, _ = omb(a.system, workload(tmp / f"c{i}.yaml", a.consumers, a.concurrency, 5), cluster, tmp / f"c{i}.json", False)
                 r = res["x-streambench"]["fanOut"]["connectionTimeSeconds"]

@@ -1,37 +1,81 @@
 package org.streambench.runner.bench;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The baseline of runner/bench/connect_rate.py: a plain client loop of the same library opening the same consumers
+ * The baseline of runner/bench/fanout.py: a plain client loop of the same library opening the same consumers
  * (N subscriptions x 1 consumer of one existing topic, at most C connects in flight), without the runner.
- * Prints "connected N in S s" (first connect start to last consumer connected).
+ * Prints "connected N in S s" (first connect start to last consumer connected). The topic is created first (the
+ * clusters here do not create topics on demand; not timed): Pulsar through the admin REST API at ADMIN_URL, Kafka with
+ * 1 partition and replication factor 3. Any failed connect ends the process with status 1 and the first error.
  *
- *   java -cp omb-runner.jar:lib/* org.streambench.runner.bench.PlainConnect pulsar SERVICE_URL TOPIC N C
+ *   java -cp omb-runner.jar:lib/* org.streambench.runner.bench.PlainConnect pulsar SERVICE_URL TOPIC N C ADMIN_URL
  *   java -cp ... PlainConnect kafka BOOTSTRAP TOPIC N C
  */
 public final class PlainConnect {
-    public static void main(String[] a) throws Exception {
+    public static void main(String[] a) {
+        try {
+            run(a);
+        } catch (Throwable e) {
+            // the clients' threads are not daemons: without an explicit exit a failed connect would leave the JVM up
+            System.err.println("PlainConnect: " + e);
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void createTopic(String system, String url, String topic, String adminUrl) throws Exception {
+        if (system.equals("pulsar")) {
+            String path = adminUrl.replaceAll("/+$", "") + "/admin/v2/persistent/" + topic.replaceFirst("^persistent://", "");
+            HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(path))
+                    .timeout(Duration.ofSeconds(60)).PUT(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() >= 300 && r.statusCode() != 409)
+                throw new IllegalStateException("create topic " + path + ": HTTP " + r.statusCode() + " " + r.body());
+        } else {
+            Properties p = new Properties();
+            p.setProperty(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, url);
+            try (Admin admin = Admin.create(p)) {
+                try {
+                    admin.createTopics(List.of(new NewTopic(topic, 1, (short) 3))).all().get(120, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) throw e;
+                }
+            }
+        }
+    }
+
+    private static void run(String[] a) throws Exception {
         String system = a[0], url = a[1], topic = a[2];
         int n = Integer.parseInt(a[3]), c = Integer.parseInt(a[4]);
+        if (system.equals("pulsar") && a.length < 6) throw new IllegalArgumentException("pulsar needs ADMIN_URL (6th argument)");
+        createTopic(system, url, topic, a.length > 5 ? a[5] : null);
         String prefix = "plain-" + Long.toString(System.currentTimeMillis(), 36) + "-";
         Semaphore inFlight = new Semaphore(c);
         List<AutoCloseable> open = new ArrayList<>();
