@@ -5,7 +5,7 @@ Starts a real 3-node cluster (`python -m systems up SYSTEM --level L1`, stopped 
 - heap: omb-run with `--consumers` (default 5 000) subscriptions x 1 consumer at 1 msg/s, and again with `--small`
   (default 50); once the measured phase runs, forces a GC in the runner JVM (`jcmd <pid> GC.run`) and reads the used
   heap (`GC.heap_info`). Prints heap after GC per consumer, (heap(N) - heap(small)) / (N - small). Target <= 50 KB.
-- connect: alternately, `--reps` times, a plain client loop of the same library (runner/.../bench/PlainConnect.java:
+- connect: `--reps` pairs in ABBA order, a plain client loop of the same library (runner/.../bench/PlainConnect.java:
   N subscriptions x 1 consumer, the same number in flight) and omb-run with the same consumers; the connect rate is
   N / (first connect start -> last connected). Prints the medians and runner/plain. Target >= 0.95.
 
@@ -93,7 +93,7 @@ def main() -> int:
     ap.add_argument("--consumers", type=int, default=5000)
     ap.add_argument("--small", type=int, default=50)
     ap.add_argument("--concurrency", type=int, default=500)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--only", choices=["heap", "connect"])
     a = ap.parse_args()
     if not (ROOT / "runner" / "target" / "omb-runner.jar").exists():
@@ -125,11 +125,16 @@ def main() -> int:
                 endpoint, topic, admin = cj["kafka"]["bootstrapServers"], "plain-connect-bench", None
             runner_rates, plain_rates = [], []
             for i in range(a.reps):
-                s = plain(a.system, endpoint, topic, a.consumers, a.concurrency, admin)
-                plain_rates.append(a.consumers / s)
-                res, _ = omb(a.system, workload(tmp / f"c{i}.yaml", a.consumers, a.concurrency, 5), cluster, tmp / f"c{i}.json", False)
-                r = res["x-streambench"]["fanOut"]["connectionTimeSeconds"]
-                runner_rates.append(a.consumers / r)
+                # ABBA: the broker warms up over the reps, so neither side may always go second
+                for side in (("plain", "runner") if i % 2 == 0 else ("runner", "plain")):
+                    if side == "plain":
+                        s = plain(a.system, endpoint, topic, a.consumers, a.concurrency, admin)
+                        plain_rates.append(a.consumers / s)
+                    else:
+                        res, _ = omb(a.system, workload(tmp / f"c{i}.yaml", a.consumers, a.concurrency, 5), cluster,
+                                     tmp / f"c{i}.json", False)
+                        r = res["x-streambench"]["fanOut"]["connectionTimeSeconds"]
+                        runner_rates.append(a.consumers / r)
                 print(f"rep {i + 1}: plain {a.consumers / s:.1f} consumers/s ({s:.1f} s), runner {a.consumers / r:.1f}/s ({r:.1f} s);"
                       f" uptime {os.getloadavg()}")
             ratio = statistics.median(runner_rates) / statistics.median(plain_rates)
