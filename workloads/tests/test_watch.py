@@ -53,6 +53,7 @@ def systems(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "systems", *args], cwd=ROOT, capture_output=True, text=True, **kw)
 
 
+@pytest.mark.integration
 def test_a_real_cluster_is_stopped_once_its_workflow_is_killed(tmp_path):
     clusters = tmp_path / "clusters"
     rundir = clusters / "kafka-L1-tuned-test"
