@@ -21,18 +21,48 @@ from .util import SystemsError, atomic_write_text
 LOOPBACK = "127.0.0.1"
 
 
-def allocate_ports(n: int, host: str = LOOPBACK) -> list[int]:
-    """n distinct free TCP ports on host, chosen by the kernel (bind to port 0).
+PORT_FLOOR = 20000
 
-    All sockets are held open until every port is chosen, so the n ports are distinct; they are closed
-    before return, so another process may still take one before our node binds it (the node then fails to
-    start and `up` reports the port).
-    """
-    socks = []
+
+def _ephemeral_start() -> int:
+    """First port of the kernel's ephemeral range (outgoing connections take their local port from it)."""
     try:
-        for _ in range(n):
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def allocate_ports(n: int, host: str = LOOPBACK, rng=None) -> list[int]:
+    """n distinct free TCP ports on host, drawn at random below the kernel's ephemeral range.
+
+    bind(0) would hand out a port of the ephemeral range, which any outgoing connection of another process
+    (a client, a ZooKeeper session) may take as its local port before our node binds it; the ci Pulsar broker
+    once failed with "Address already in use" that way. Ports in [PORT_FLOOR, ephemeral start) are never
+    handed out as local ports, so only a server binding the same port can race with us. Each candidate is
+    bound and held until all n are chosen, so the ports are distinct and were free when chosen.
+    """
+    import random
+    rng = rng or random.SystemRandom()
+    top = _ephemeral_start()
+    if top - PORT_FLOOR < 4 * n:
+        raise SystemsError(f"allocate_ports: only {top - PORT_FLOOR} ports below the ephemeral range "
+                           f"(/proc/sys/net/ipv4/ip_local_port_range starts at {top}) for {n}")
+    socks: list[socket.socket] = []
+    tried: set[int] = set()
+    try:
+        while len(socks) < n:
+            if len(tried) >= top - PORT_FLOOR:
+                raise SystemsError(f"allocate_ports: no {n} free ports in [{PORT_FLOOR}, {top})")
+            port = rng.randrange(PORT_FLOOR, top)
+            if port in tried:
+                continue
+            tried.add(port)
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:

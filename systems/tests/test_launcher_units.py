@@ -98,6 +98,35 @@ def test_allocate_ports_distinct_and_free():
     ports = proc.allocate_ports(12)
     assert len(set(ports)) == 12
     assert all(proc.port_bindable(p) for p in ports)
+    eph = proc._ephemeral_start()
+    assert all(proc.PORT_FLOOR <= p < eph for p in ports), (ports, eph)
+
+
+def test_allocate_ports_skips_a_port_in_use():
+    import random
+    # a generator that offers the busy port first: it must be passed over, not returned
+    class Offer(random.Random):
+        def __init__(self, first):
+            super().__init__(7)
+            self.first = first
+        def randrange(self, a, b):
+            if self.first is not None:
+                p, self.first = self.first, None
+                return p
+            return super().randrange(a, b)
+    s2 = socket.socket()
+    for _ in range(200):
+        cand = random.randrange(proc.PORT_FLOOR, proc._ephemeral_start())
+        try:
+            s2.bind(("127.0.0.1", cand))
+            break
+        except OSError:
+            continue
+    try:
+        ports = proc.allocate_ports(3, rng=Offer(cand))
+        assert cand not in ports and len(set(ports)) == 3
+    finally:
+        s2.close()
 
 
 def test_port_in_use_is_named():
