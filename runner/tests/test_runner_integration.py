@@ -177,13 +177,16 @@ def test_backlog_workload_drains_and_reports_a_drain_rate(cluster, tmp_path):
 @pytest.mark.integration
 def test_two_processes_merge_exactly(cluster, tmp_path):
     system, cj, cobj = cluster
-    start_at = int(time.time() * 1000) + 90_000  # JVM start + set-up on a loaded 2-core machine
+    # --start-at names the run (both parts carry it); --barrier starts both 2 s after the later one is set up,
+    # instead of a fixed lead long enough for the slowest JVM start on a loaded 2-core machine
+    start_at = int(time.time() * 1000)
     procs = []
     for i in range(2):
         out = tmp_path / f"part-{i}.json"
         cmd = [str(OMB_RUN), "--workload", str(STEADY), "--driver", str(DRIVERS[system]), "--cluster", str(cj),
                "--output", str(out), "--log", str(tmp_path / f"part-{i}.log"),
-               "--process-index", str(i), "--process-count", "2", "--start-at", str(start_at)]
+               "--process-index", str(i), "--process-count", "2", "--start-at", str(start_at),
+               "--barrier", str(tmp_path / "barrier")]
         procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         outs = [p.communicate(timeout=600) for p in procs]
@@ -211,6 +214,9 @@ def test_two_processes_merge_exactly(cluster, tmp_path):
         assert merged["publishRate"][i] == pytest.approx(sum(p["publishRate"][i] for p in parts), rel=0.01)
     assert x["publishLatencyMs"]["count"] == sum(p["x-streambench"]["publishLatencyMs"]["count"] for p in parts)
     assert x["process"]["count"] == 2 and len(x["process"]["merged"]) == 2
+    # both parts started at the moment the barrier agreed on, after both were ready
+    ready = [int((tmp_path / "barrier" / f"ready-{i}").read_text()) for i in range(2)]
+    assert all(p["x-streambench"]["process"]["startAt"] == max(ready) + 2000 for p in parts)
 
 
 @pytest.mark.integration

@@ -144,30 +144,7 @@ final class FanOut {
      * was ready (the time set-up needs for producers and Kafka's group check). Returns that start (epoch ms).
      */
     long barrier(String dir, int index, int count, BooleanSupplier abort) throws Exception {
-        java.nio.file.Path d = java.nio.file.Path.of(dir);
-        java.nio.file.Files.createDirectories(d);
-        java.nio.file.Path tmp = d.resolve(".ready-" + index + ".tmp"), mine = d.resolve("ready-" + index);
-        java.nio.file.Files.writeString(tmp, Long.toString(System.currentTimeMillis()));
-        java.nio.file.Files.move(tmp, mine, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-        long deadline = System.currentTimeMillis() + (deadlineSeconds + 300) * 1000L;
-        while (true) {
-            if (abort.getAsBoolean()) throw new IllegalStateException("aborted by signal");
-            long last = 0;
-            int seen = 0;
-            for (int i = 0; i < count; i++) {
-                java.nio.file.Path p = d.resolve("ready-" + i);
-                if (!java.nio.file.Files.exists(p)) break;
-                seen++;
-                last = Math.max(last, Long.parseLong(java.nio.file.Files.readString(p).trim()));
-            }
-            if (seen == count) {
-                Log.info("fan-out: all " + count + " runner processes ready; producing starts at " + (last + 10_000));
-                return last + 10_000;
-            }
-            if (System.currentTimeMillis() > deadline)
-                throw new IllegalStateException("fan-out barrier: " + seen + " of " + count + " runner processes ready in " + dir);
-            Thread.sleep(50);
-        }
+        return Barrier.await(dir, index, count, 10_000, (deadlineSeconds + 300) * 1000L, abort);
     }
 
     int connectedCount() {

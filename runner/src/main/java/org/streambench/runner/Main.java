@@ -17,7 +17,7 @@ public final class Main {
 
     static final String USAGE = "usage: omb-run --workload W.yaml --driver D.yaml [--cluster RUNDIR/cluster.json] --output OUT.json\n"
             + "               [--log LOG] [--process-index i --process-count n --start-at EPOCH_MS]\n"
-            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S] [--fanout-barrier DIR]\n"
+            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S] [--barrier DIR]\n"
             + "       omb-run --validate-only --workload W.yaml --driver D.yaml [--cluster C.json]\n"
             + "       omb-run --validate-only --pairs LIST [--cluster C.json]   (LIST: one 'WORKLOAD<TAB>DRIVER' per line)\n"
             + "       omb-merge --output OUT.json PART.json...";
@@ -68,7 +68,7 @@ public final class Main {
                 case "--duration-seconds": a.duration = num(k, v, 1, Long.MAX_VALUE); break;
                 case "--warmup-seconds": a.warmup = num(k, v, 0, Long.MAX_VALUE); break;
                 case "--deadline-seconds": a.deadline = num(k, v, 1, Long.MAX_VALUE); break;
-                case "--fanout-barrier": a.barrier = v; break;
+                case "--barrier": case "--fanout-barrier": a.barrier = v; break;
                 default: throw new ConfigException("command line: unknown option " + k + "\n" + USAGE);
             }
         }
@@ -146,7 +146,7 @@ public final class Main {
         // the open-file check is about this process: a validation may run elsewhere than the run (aws client hosts)
         FanOut.check(w, d, o.count, !a.validateOnly);
         if (a.barrier != null) {
-            if (!w.fanOut() || o.count < 2) throw new ConfigException("command line: --fanout-barrier goes with a fan-out workload (x-streambench.fanOut) and --process-count > 1");
+            if (o.count < 2) throw new ConfigException("command line: --barrier goes with --process-count > 1");
             o.barrier = a.barrier;
         }
         o.startAt = a.startAt;

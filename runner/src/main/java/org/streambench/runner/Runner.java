@@ -21,7 +21,7 @@ public final class Runner {
         public Long durationSeconds, warmupSeconds;
         /** wall-clock bound on the whole run (null: the workload's default); past it the run fails with a timeout */
         public Long deadlineSeconds;
-        public String barrier;         // fan-out with several processes: directory where they agree on the start
+        public String barrier;         // several processes: directory where they agree on the start (Barrier)
     }
 
     /** set once the deadline has passed: Main exits with status 3 (timeout) */
@@ -295,6 +295,8 @@ public final class Runner {
                 mineIds.add(g);
             }
         Log.info("producers ready: " + mine.size() + " in this process");
+        // several processes without a fan-out: agree on the start once every process has its producers
+        if (o.barrier != null && fan == null) o.startAt = Barrier.await(o.barrier, o.index, o.count, 2_000, 300_000L, () -> abort);
         double processShare = (double) mine.size() / totalProducers;
         boolean discovery = w.producerRate == 0;
         double globalRate = discovery ? w.discoveryInitialRate : w.producerRate;
