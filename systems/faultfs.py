@@ -8,6 +8,7 @@ semantics of truncate, rename, unlink and create, and for the CLI:
     python -m systems.faultfs mount BACKING MOUNTPOINT [--log FILE]   # starts a daemon, returns when mounted
     python -m systems.faultfs serve BACKING MOUNTPOINT                # the daemon itself (foreground)
     python -m systems.faultfs drop MOUNTPOINT...                      # discard unsynced writes (JSON per mount)
+    python -m systems.faultfs checkpoint MOUNTPOINT...                # make every cached write durable
     python -m systems.faultfs stats MOUNTPOINT...
     python -m systems.faultfs unmount MOUNTPOINT... [--discard]
     python -m systems.faultfs sweep                                   # remove dead faultfs mounts
@@ -207,9 +208,10 @@ def _make_ops():
                 if os.fstat(fd).st_size != d.size:
                     os.ftruncate(fd, d.size)
                 self.synced["bytes"] += n
-                self._forget(ino)
             (os.fdatasync if datasync else os.fsync)(fd)
             self.synced["fsyncs"] += 1
+            if d is not None:
+                self._forget(ino)  # after the fsync: fd may be d.fd
 
         def _with_fd(self, path, fh, fn):
             """fn(fd) on the handle's backing fd, or on a temporary one opened from path."""
@@ -239,11 +241,14 @@ def _make_ops():
                         "dirtyPageBytes": sum(len(d.pages) * PAGE for d in self.dirty.values()),
                         "openHandles": len(self.fhs), "dropped": dict(self.dropped), "synced": dict(self.synced)}
 
-        def writeback(self) -> None:
-            """Write every cached page to the backing files (a clean shutdown), then fsync them."""
+        def writeback(self) -> dict[str, int]:
+            """Write every cached page to the backing files and fsync them (a clean shutdown; LazyFS's
+            cache-checkpoint, plus the fsync)."""
             with self._mu:
+                files = len(self.dirty)
                 for ino, d in list(self.dirty.items()):
                     self._sync(ino, d.fd, False)
+            return {"files": files}
 
         # --- file system operations
         def getattr(self, path, fh=None):
@@ -453,6 +458,8 @@ def _control_loop(sock: socket.socket, ops) -> None:
                 cmd = conn.makefile("r").readline().strip()
                 if cmd == "drop":
                     reply = {"ok": True, **ops.drop()}
+                elif cmd == "checkpoint":
+                    reply = {"ok": True, **ops.writeback()}
                 elif cmd == "stats":
                     reply = {"ok": True, **ops.stats()}
                 elif cmd == "ping":
@@ -548,6 +555,8 @@ def mount(backing: str | Path, mountpoint: str | Path, log: str | Path | None = 
         raise FaultfsError(f"{mountpoint}: already a faultfs mount")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(_REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    if log:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
     out = open(log, "ab") if log else subprocess.DEVNULL
     try:
         p = subprocess.Popen([sys.executable, "-m", "systems.faultfs", "serve", str(backing), str(mountpoint)],
@@ -585,6 +594,11 @@ def mount(backing: str | Path, mountpoint: str | Path, log: str | Path | None = 
 def drop(mountpoint) -> dict[str, Any]:
     """Discard every write to mountpoint that no fsync/fdatasync made durable. Returns {files, pageBytes}."""
     return _request(mountpoint, "drop")
+
+
+def checkpoint(mountpoint) -> dict[str, Any]:
+    """Make every cached write to mountpoint durable, as if each file had been fsync'ed. Returns {files}."""
+    return _request(mountpoint, "checkpoint")
 
 
 def stats(mountpoint) -> dict[str, Any]:
@@ -629,8 +643,9 @@ def unmount(mountpoint, discard: bool = False, timeout: float = 15.0) -> None:
         os.kill(int(rec["pid"]), 9)
 
 
-def _stat_enotconn(mp: str, timeout: float = 2.0) -> bool:
-    """True when stat(mp) fails with ENOTCONN (a mount whose daemon is gone). A hung stat counts as alive."""
+def _stat_enotconn(mp: str, timeout: float = 5.0) -> bool:
+    """True when stat(mp) fails with ENOTCONN or ECONNABORTED (a mount whose daemon is gone; the kernel answers
+    either). A hung stat counts as alive."""
     res: list[bool] = []
 
     def probe():
@@ -638,7 +653,7 @@ def _stat_enotconn(mp: str, timeout: float = 2.0) -> bool:
             os.stat(mp)
             res.append(False)
         except OSError as e:
-            res.append(e.errno == errno.ENOTCONN)
+            res.append(e.errno in (errno.ENOTCONN, errno.ECONNABORTED))
     t = threading.Thread(target=probe, daemon=True)
     t.start()
     t.join(timeout)
@@ -646,7 +661,8 @@ def _stat_enotconn(mp: str, timeout: float = 2.0) -> bool:
 
 
 def sweep(log=None) -> list[str]:
-    """Detach faultfs mounts left behind by killed daemons: only fuse.faultfs mounts that answer ENOTCONN and
+    """Detach faultfs mounts left behind by killed daemons: only fuse.faultfs mounts that answer ENOTCONN (or
+    ECONNABORTED) and
     that no live daemon's record names. Also deletes the records of dead daemons. Returns the mount points."""
     recs = _records()
     live = {r["mountpoint"] for r in recs if _alive(r)}
@@ -685,6 +701,11 @@ def drop_all(rundir) -> dict[str, dict[str, Any]]:
     return {mp: drop(mp) for mp in mps}
 
 
+def checkpoint_all(rundir) -> dict[str, dict[str, Any]]:
+    """checkpoint() every faultfs mount under rundir. Returns {mountpoint: result}."""
+    return {mp: checkpoint(mp) for mp in mounts_under(rundir)}
+
+
 def unmount_all(rundir, discard: bool = True) -> list[str]:
     """Unmount every faultfs mount under rundir; returns the mount points."""
     mps = mounts_under(rundir)
@@ -707,6 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("backing")
     p.add_argument("mountpoint")
     for name, hlp in (("drop", "discard every write not made durable by fsync/fdatasync"),
+                      ("checkpoint", "make every cached write durable (as if every file were fsync'ed)"),
                       ("stats", "cache state of the daemon (JSON)"),
                       ("unmount", "unmount (unsynced writes are written back unless --discard)")):
         p = sub.add_parser(name, help=hlp)
@@ -722,10 +744,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "mount":
             rec = mount(a.backing, a.mountpoint, log=a.log)
             print(json.dumps(rec))
-        elif a.cmd in ("drop", "stats"):
+        elif a.cmd in ("drop", "checkpoint", "stats"):
+            fn = {"drop": drop, "checkpoint": checkpoint, "stats": stats}[a.cmd]
             for mp in a.mountpoint:
-                print(json.dumps({"mountpoint": str(Path(mp).resolve()),
-                                  **(drop(mp) if a.cmd == "drop" else stats(mp))}))
+                print(json.dumps({"mountpoint": str(Path(mp).resolve()), **fn(mp)}))
         elif a.cmd == "unmount":
             for mp in a.mountpoint:
                 unmount(mp, discard=a.discard)
