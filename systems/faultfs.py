@@ -136,6 +136,11 @@ def _make_ops():
             self.fhs: dict[int, tuple[int, int]] = {}  # fh (= backing fd) -> (inode, open flags)
             self.dropped = {"drops": 0, "files": 0, "bytes": 0}
             self.synced = {"fsyncs": 0, "bytes": 0}
+            # memory bound: past max_pages cached pages, the files dirty the longest are written back (as the
+            # kernel's writeback would), counted in stats()["writtenBack"]
+            self.npages = 0
+            self.max_pages = int(float(os.environ.get("FAULTFS_MAX_DIRTY_MB") or 2048) * (1 << 20)) // PAGE
+            self.written_back = {"files": 0, "bytes": 0}
 
         # --- helpers
         def _p(self, path: str) -> str:
@@ -153,6 +158,7 @@ def _make_ops():
         def _forget(self, ino: int) -> None:
             d = self.dirty.pop(ino, None)
             if d is not None:
+                self.npages -= len(d.pages)
                 os.close(d.fd)
 
         def _page(self, d: _Dirty, i: int, fd: int) -> bytearray:
@@ -165,6 +171,7 @@ def _make_ops():
                     b = os.pread(fd, n, lo)
                     pg[:len(b)] = b
                 d.pages[i] = pg
+                self.npages += 1
             return pg
 
         def _write(self, ino: int, fd: int, data: bytes, offset: int) -> None:
@@ -185,6 +192,7 @@ def _make_ops():
                 last = length // PAGE
                 for i in [i for i in d.pages if i > last or (i == last and length % PAGE == 0)]:
                     del d.pages[i]
+                    self.npages -= 1
                 if length % PAGE and last in d.pages:
                     pg = d.pages[last]
                     pg[length % PAGE:] = bytes(PAGE - length % PAGE)
@@ -239,7 +247,8 @@ def _make_ops():
             with self._mu:
                 return {"dirtyFiles": len(self.dirty),
                         "dirtyPageBytes": sum(len(d.pages) * PAGE for d in self.dirty.values()),
-                        "openHandles": len(self.fhs), "dropped": dict(self.dropped), "synced": dict(self.synced)}
+                        "openHandles": len(self.fhs), "dropped": dict(self.dropped), "synced": dict(self.synced),
+                        "writtenBack": dict(self.written_back)}
 
         def writeback(self) -> dict[str, int]:
             """Write every cached page to the backing files and fsync them (a clean shutdown; LazyFS's
@@ -399,6 +408,13 @@ def _make_ops():
             with self._mu:
                 ino, flags = self.fhs[fh]
                 self._write(ino, fh, data, offset)
+                if self.npages > self.max_pages:
+                    for vino, d in list(self.dirty.items()):
+                        if self.npages <= self.max_pages * 3 // 4:
+                            break
+                        self.written_back["files"] += 1
+                        self.written_back["bytes"] += len(d.pages) * PAGE
+                        self._sync(vino, d.fd, True)
                 if flags & (os.O_SYNC | os.O_DSYNC):
                     self._sync(ino, fh, not (flags & os.O_SYNC == os.O_SYNC))
             return len(data)

@@ -274,3 +274,19 @@ def test_checkpoint_makes_cached_writes_durable(fs, d):
     assert (fs[1] / d.name / "a").read_bytes() == b"cac"
     drop(fs)
     assert (d / "a").read_bytes() == b"cac"
+
+
+def test_memory_bound_writes_back_the_oldest_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULTFS_MAX_DIRTY_MB", "1")
+    mnt, backing = tmp_path / "m", tmp_path / "b"
+    faultfs.mount(backing, mnt)
+    try:
+        write(mnt / "old", b"o" * 600_000)
+        write(mnt / "new", b"n" * 600_000)  # 1.2 MB cached > 1 MB: "old" goes to the disk
+        st = faultfs.stats(mnt)
+        assert st["writtenBack"]["files"] == 1 and st["dirtyFiles"] == 1
+        faultfs.drop(mnt)
+        assert (mnt / "old").read_bytes() == b"o" * 600_000
+        assert (mnt / "new").read_bytes() == b""
+    finally:
+        faultfs.unmount(mnt, discard=True)
