@@ -708,12 +708,59 @@ def mounts_under(path) -> list[str]:
     return sorted(set(mps), key=lambda s: (-s.count("/"), s))
 
 
-def drop_all(rundir) -> dict[str, dict[str, Any]]:
-    """drop() every faultfs mount under rundir (a power loss of the whole cluster). Call it after every server
-    process of the cluster was killed (kill -9) and before restarting them. Returns {mountpoint: result}."""
-    mps = mounts_under(rundir)
+def users(mountpoint) -> list[int]:
+    """Pids of processes that have a file under mountpoint open or mapped (their cwd does not count)."""
+    mp = str(Path(mountpoint).resolve())
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            hit = False
+            for fd in os.listdir(f"/proc/{d}/fd"):
+                try:
+                    t = os.readlink(f"/proc/{d}/fd/{fd}")
+                except OSError:
+                    continue
+                if t == mp or t.startswith(mp + "/"):
+                    hit = True
+                    break
+            if not hit:
+                with open(f"/proc/{d}/maps") as f:
+                    hit = any((mp + "/") in line for line in f)
+        except OSError:
+            continue
+        if hit:
+            out.append(int(d))
+    return out
+
+
+def drop_all(rundir, nodes: list[str] | None = None, require_idle: bool = True) -> dict[str, dict[str, Any]]:
+    """drop() the faultfs mounts of a run: every mount under rundir, or only those of the given nodes (from
+    cluster.json["faultfs"]): a power loss of the whole cluster or of some nodes. Call it after the nodes' processes
+    were killed (kill -9) and before restarting them; with require_idle (default) it refuses, naming the pids,
+    while a process still has a file on those mounts open or mapped. Returns {mountpoint: {files, pageBytes}}."""
+    rundir = Path(rundir)
+    if nodes is None:
+        mps = mounts_under(rundir)
+    else:
+        try:
+            table = json.loads((rundir / "cluster.json").read_text()).get("faultfs") or {}
+        except (OSError, ValueError) as e:
+            raise FaultfsError(f"{rundir / 'cluster.json'}: cannot read the faultfs mounts ({e})") from None
+        unknown = [n for n in nodes if n not in table]
+        if unknown:
+            raise FaultfsError(f"{rundir / 'cluster.json'}: faultfs: no mounts for node(s) {', '.join(unknown)} "
+                               f"(nodes with mounts: {', '.join(table) or 'none'})")
+        mps = [mp for n in nodes for mp in table[n]]
     if not mps:
         raise FaultfsError(f"{rundir}: no faultfs mounts (was the cluster started with --faultfs?)")
+    if require_idle:
+        busy = {mp: users(mp) for mp in mps}
+        busy = {mp: pids for mp, pids in busy.items() if pids}
+        if busy:
+            raise FaultfsError(f"{rundir}: refusing to drop while processes use the mounts (kill them first): "
+                               + "; ".join(f"{mp}: pids {', '.join(map(str, p))}" for mp, p in busy.items()))
     return {mp: drop(mp) for mp in mps}
 
 

@@ -290,3 +290,17 @@ def test_memory_bound_writes_back_the_oldest_files(tmp_path, monkeypatch):
         assert (mnt / "new").read_bytes() == b""
     finally:
         faultfs.unmount(mnt, discard=True)
+
+
+def test_users_names_processes_with_open_files(fs, d):
+    write(d / "held", b"x", sync="fsync")
+    p = subprocess.Popen(["sleep", "30"], stdin=open(d / "held"))
+    try:
+        deadline = time.monotonic() + 5
+        while p.pid not in faultfs.users(fs[0]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert p.pid in faultfs.users(fs[0])
+    finally:
+        p.kill()
+        p.wait()
+    assert p.pid not in faultfs.users(fs[0])

@@ -73,7 +73,10 @@ def test_kafka_l1_on_faultfs(tmp_path):
         assert sorted(faultfs.mounts_under(rundir)) == sorted(mp for mps in doc["faultfs"].values() for mp in mps)
         v = _cli("verify", "--dir", str(rundir))
         assert v.returncode == 0, v.stderr
-        assert set(faultfs.drop_all(rundir)) == set(faultfs.mounts_under(rundir))
+        with pytest.raises(faultfs.FaultfsError, match="refusing to drop while processes use the mounts"):
+            faultfs.drop_all(rundir)  # the brokers still run
+        assert set(faultfs.drop_all(rundir, require_idle=False)) == set(faultfs.mounts_under(rundir))
+        assert list(faultfs.drop_all(rundir, nodes=["kafka-2"], require_idle=False)) == doc["faultfs"]["kafka-2"]
     finally:
         d = _cli("down", "--dir", str(rundir), timeout=120)
     assert d.returncode == 0, d.stderr
