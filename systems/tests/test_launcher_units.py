@@ -263,3 +263,45 @@ def _settled(path, done, timeout=10.0):
         if done(text) or time.monotonic() > t_end:
             return text
         time.sleep(0.05)
+
+
+def test_kill_nodes_and_restart_nodes_start_them_again_in_reverse_stop_order(tmp_path):
+    # two "nodes" that listen on a port; the metadata store (stop stage 1) restarts before the broker (stage 0),
+    # with the working directory and the extra environment recorded at start
+    order = tmp_path / "order.log"
+    ports = proc.allocate_ports(2)
+    script = ('echo "$NODE_NAME $(pwd)" >> {order}; exec python3 -c "import socket,time; s=socket.socket(); '
+              's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\'127.0.0.1\', {port})); '
+              's.listen(); time.sleep(300)"')
+    nodes = []
+    for (name, stage), port in zip([("zk", 1), ("br", 0)], ports):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        p, rec = proc.start_process(tmp_path, name, ["bash", "-c", script.format(order=order, port=port)],
+                                    cwd=cwd, log=tmp_path / f"{name}.log", env={**os.environ, "NODE_NAME": name},
+                                    stop_stage=stage, env_extra={"NODE_NAME": name})
+        nodes.append({"name": name, "pid": p.pid, "pgid": p.pid, "ports": {"client": port},
+                      "log": str(tmp_path / f"{name}.log")})
+    (tmp_path / "cluster.json").write_text(json.dumps({"nodes": nodes}))
+    deadline = time.monotonic() + 10
+    while not all(proc.port_listening(p) for p in ports) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cluster.kill_nodes(tmp_path) == ["br", "zk"]
+    assert not any(r.alive() for r in proc.read_pid_records(tmp_path))
+    with pytest.raises(SystemsError, match="no pid file for node"):
+        cluster.kill_nodes(tmp_path, ["nope"])
+    order.write_text("")
+    assert cluster.restart_nodes(tmp_path, log=lambda m: None, timeout=10) == ["zk", "br"]
+    try:
+        assert order.read_text().split("\n")[:2] == [f"zk {tmp_path / 'zk'}", f"br {tmp_path / 'br'}"]
+        assert all(proc.port_listening(p) for p in ports)
+        doc = json.loads((tmp_path / "cluster.json").read_text())
+        recs = {r.node: r for r in proc.read_pid_records(tmp_path)}
+        assert {n["name"]: n["pid"] for n in doc["nodes"]} == {k: r.pid for k, r in recs.items()}
+        assert all(r.alive() for r in recs.values()) and "restartedAt" in doc
+        with pytest.raises(SystemsError, match="still running"):
+            cluster.restart_nodes(tmp_path, ["zk"], log=lambda m: None)
+    finally:
+        cfg = load_config()
+        cfg["stop_timeout_seconds"] = 1
+        cluster.down(tmp_path, cfg, log=lambda m: None)
