@@ -335,7 +335,7 @@ def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
         return alt.Chart(alt.Data(values=[{"t": "no fault runs"}])).mark_text(size=14).encode(
             text="t:N").properties(width=420, height=60), caption, alt_text
     top = max([10, *(r["lost"] for r in mine.iter_rows(named=True))])
-    ticks = [0] + [10 ** k for k in range(0, 10) if 10 ** (k - 1) < top]
+    ticks = [0] + [10 ** k for k in range(1, 10) if 10 ** (k - 1) < top]  # no 1: its label would sit on 0's
     x = alt.X("level:N", sort=levels, title=None, axis=alt.Axis(labelAngle=-90, labelOverlap=False))
     scale = alt.Scale(type="symlog", domain=[0, ticks[-1]], nice=False)
     axis = alt.Axis(values=ticks, tickCount=len(ticks), labelOverlap=False, grid=True,  # 1 000 as "1k": d3's "~s" gave 100 as "0k"
