@@ -231,3 +231,30 @@ def test_tables_and_figure(raw, tmp_path):
     assert (tmp_path / "f2" / "faults-lost.svg").stat().st_size > 0
     with open(tmp_path / "t2" / "faults-claims.csv", newline="") as fh:
         assert {r["verdict"] for r in csv.DictReader(fh)} == {"not tested"}
+
+
+def test_the_faults_target_builds_the_study_alone(raw, tmp_path):
+    """`snakemake faults` runs analysis_faults (and no other analysis rule) from the result files on disk."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from analysis.tests.paths import REPO
+    wd = tmp_path / "wd"
+    (wd / "data").mkdir(parents=True)
+    (wd / "data" / "raw").symlink_to(raw)
+    (wd / "analysis").symlink_to(REPO / "analysis")
+    (wd / "config.yaml").write_text(yaml.safe_dump({
+        "testbed": "local", "published": {"mirror": str(tmp_path / "absent"), "url_base": "https://example.invalid/"},
+        "analysis": {"png_scale": 1.0}}))
+    (wd / "Snakefile").write_text('configfile: "config.yaml"\nALL_TARGETS = []\ninclude: "analysis/rules.smk"\n')
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "-c1", "faults"], cwd=wd, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "analysis_faults" in r.stderr and "analysis_ingest" not in r.stderr
+    assert (wd / "paper" / "figures" / "faults-lost.svg").stat().st_size > 0
+    assert (wd / "paper" / "tables" / "faults-claims.md").read_text().count("| supported |") == 4
+    assert (wd / "logs" / "analysis" / "faults.log").read_text().startswith("fault runs=103 cells_run=")
