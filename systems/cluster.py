@@ -49,8 +49,10 @@ def check_hosts(hosts: list[str]) -> list[str]:
 class Run:
     """State of one `up`: the nodes started so far, their ports, the deadline."""
 
-    def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log):
+    def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log,
+                 faults: bool = False):
         self.system, self.level, self.tuning = system, level, tuning
+        self.faults = faults  # started for fault runs (workloads/faultrun.py): e.g. Pulsar's fault_bookie settings
         self.rundir, self.cfg, self.durability, self.log = rundir, cfg, durability, log
         self.dist = dist.require_dist(system)
         self.version = versions()[system]
@@ -98,7 +100,7 @@ class Run:
         e = dict(os.environ)
         e.update(env or {})
         p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
-                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)))
+                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), own_env=env)
         self.procs[name] = p
         return p
 
@@ -244,8 +246,9 @@ def _install_signal_handlers():
 
 
 def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list[str] | None = None,
-       cfg: dict | None = None, log=print) -> dict[str, Any]:
-    """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned)."""
+       cfg: dict | None = None, log=print, faults: bool = False) -> dict[str, Any]:
+    """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned). faults: a cluster for
+    fault runs (nodes get killed and restarted; Pulsar's bookies get config systems.pulsar.fault_bookie)."""
     cfg = cfg or load_config()
     hosts = check_hosts(hosts or [LOOPBACK])
     _impl(system)
@@ -266,7 +269,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
         shutil.rmtree(rundir / sub, ignore_errors=True)
     for f in (CLUSTER_JSON, "state.json"):
         (rundir / f).unlink(missing_ok=True)
-    run = Run(system, level, tuning, rundir, cfg, durability, log)
+    run = Run(system, level, tuning, rundir, cfg, durability, log, faults=faults)
     page_cache = drop_page_cache(cfg["drop_caches"])
     started_at = _now()
     t0 = time.monotonic()
@@ -286,6 +289,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
             "version": run.version,
             "level": level,
             "tuning": tuning,
+            "faults": faults,
             "replication": durability.levels[level]["replication"],
             "local": durability.levels[level]["local"],
             "hosts": hosts,
@@ -339,6 +343,7 @@ class _Attached:
         self.endpoints = {k: doc[k] for k in ("kafka", "pulsar") if k in doc}
         self.nodes = doc["nodes"]
         self.extra = doc.get("extra", {})
+        self.faults = bool(doc.get("faults", False))
         self.cfg = cfg
 
 
