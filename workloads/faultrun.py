@@ -36,6 +36,7 @@ The verdict (never inferred from rates):
 from __future__ import annotations
 
 import argparse
+import bisect
 import datetime as dt
 import json
 import os
@@ -535,18 +536,21 @@ class Hook:
 
 
 # ------------------------------------------------------------------------------------------------------ the cycle
-def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Audit, at: float, strike) -> float:
+def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Audit, at: float, strike,
+            recovered=lambda: True) -> float:
     """Send `rate` msg/s for `seconds` on a fixed schedule; call strike() at `at` seconds (from a timer thread, so a
-    blocked send cannot delay it). Returns the epoch of the start."""
+    blocked send cannot delay it). Past `seconds`, go on at the same rate until recovered() says the cluster took a
+    send made after the restart (so that recoveryMs is measured), or the audit is full. Returns the start epoch."""
     t0 = time.time()
     timer = threading.Timer(max(0.0, t0 + at - time.time()), strike)
     timer.daemon = True
     timer.start()
     n = int(rate * seconds)
+    cap = len(audit.sent)
     tick = 0.01
     i = 0
-    while i < n:
-        due = min(n, int((time.time() - t0) * rate) + 1)
+    while i < n or (i < cap and not recovered()):
+        due = min(cap, int((time.time() - t0) * rate) + 1)
         while i < due:
             audit.sent[i] = t0 + i / rate
             audit.count = i + 1
@@ -614,10 +618,20 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         if not ev or ev["event"] != "ready":
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")
         sender = client.producer() if run.system == "kafka" else client.producer(topic)
-        audit = Audit(int(rate * seconds) + 1)
+        # room for the traffic, and for sending on until the restarted cluster takes a send (or its deadline)
+        audit = Audit(int(rate * (seconds + fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 30)))
+
+        def recovered() -> bool:
+            ev = hook.first("back")
+            if hook.first("failed") or hook.p.poll() is not None and ev is None:
+                return True  # nothing to wait for
+            if ev is None:
+                return False
+            j0 = bisect.bisect_left(audit.sent, ev["restarted"], 0, audit.count)
+            return audit.state.find(Audit.OK, j0, audit.count) >= 0
         phase = "traffic"
         t_cycle = time.monotonic()
-        t0 = traffic(sender, topic, rate, seconds, size, audit, fault["strikeAtSeconds"], hook.strike)
+        t0 = traffic(sender, topic, rate, seconds, size, audit, fault["strikeAtSeconds"], hook.strike, recovered)
         t_end = time.time()
         phase = "restart"
         back = hook.wait(("back",), fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 60)

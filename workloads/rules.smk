@@ -100,7 +100,7 @@ rule benchmark_run:
         f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
     wildcard_constraints:
         system="kafka|pulsar",
-        workload=r"(?![^/]*--(?:" + "|".join(_wl_plan.FAULTS) + r")$)[^/]+",
+        workload=r"(?![^/]*--(?:" + "|".join(_wl_plan.FAULTS) + r")/)[^/]+",  # not a fault run's
         rep=r"\d+",
     params:
         result=lambda wc: f"data/raw/{WL_TESTBED}/{_wl_run(wc).key}.json",
