@@ -134,6 +134,11 @@ class PidRecord:
     start_time: int | None
     cmd: list[str]
     stop_stage: int = 0
+    # what restart_nodes needs to start the node again: working directory, log, the variables added to the
+    # launcher's environment
+    cwd: str | None = None
+    log: str | None = None
+    env: dict[str, str] | None = None
 
     def alive(self) -> bool:
         """True while any process of the node's group lives (and the leader, if alive, is ours)."""
@@ -146,12 +151,12 @@ class PidRecord:
 
     def to_json(self) -> dict:
         return {"node": self.node, "pid": self.pid, "pgid": self.pgid, "startTime": self.start_time,
-                "cmd": self.cmd, "stopStage": self.stop_stage}
+                "cmd": self.cmd, "stopStage": self.stop_stage, "cwd": self.cwd, "log": self.log, "env": self.env}
 
     @classmethod
     def from_json(cls, d: dict) -> "PidRecord":
         return cls(d["node"], int(d["pid"]), int(d["pgid"]), d.get("startTime"), d.get("cmd", []),
-                   int(d.get("stopStage", 0)))
+                   int(d.get("stopStage", 0)), d.get("cwd"), d.get("log"), d.get("env"))
 
 
 def pid_dir(rundir: Path) -> Path:
@@ -201,45 +206,20 @@ def raise_nofile() -> None:
 
 def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
                   stop_stage: int = 0, max_log_bytes: int | None = None,
-                  own_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, PidRecord]:
+                  env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, PidRecord]:
     """Start cmd in a new session with stdout+stderr appended to log (at most max_log_bytes of it, if given);
-    write its pid file first thing. The pid file also keeps cwd, log and own_env (the variables set for this
-    node on top of the launcher's environment), so that restart() can start the node again after a fault."""
+    write its pid file first thing. env_extra (the variables env adds to the launcher's) is recorded for restarts."""
     log.parent.mkdir(parents=True, exist_ok=True)
     if max_log_bytes:
         cmd = capped(cmd, log, max_log_bytes)
     with open(log, "ab") as lf:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=env, start_new_session=True, preexec_fn=raise_nofile)
-    rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage)
+    rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage, str(cwd), str(log),
+                    dict(env_extra or {}))
     pid_dir(rundir).mkdir(parents=True, exist_ok=True)
-    doc = {**rec.to_json(), "cwd": str(cwd), "log": str(log), "env": dict(own_env or {})}
-    atomic_write_text(pid_dir(rundir) / f"{node}.json", json.dumps(doc, indent=1))
+    atomic_write_text(pid_dir(rundir) / f"{node}.json", json.dumps(rec.to_json(), indent=1))
     return p, rec
-
-
-def restart(rundir: Path, node: str) -> subprocess.Popen:
-    """Start a node again with the command, directory, log and variables its pid file recorded (it must not run:
-    a fault killed it). The new pid file replaces the old one, so `down` finds the new process."""
-    f = pid_dir(rundir) / f"{node}.json"
-    try:
-        doc = json.loads(f.read_text())
-    except (OSError, ValueError) as e:
-        raise SystemsError(f"{f}: unreadable pid file ({e})") from None
-    if "cwd" not in doc:
-        raise SystemsError(f"{f}: no cwd recorded; the node cannot be restarted (started by an older launcher?)")
-    rec = PidRecord.from_json(doc)
-    if rec.alive():
-        raise SystemsError(f"{node} (pid {rec.pid}) still runs; not restarting it")
-    env = dict(os.environ)
-    env.update(doc.get("env") or {})
-    with open(doc["log"], "ab") as lf:
-        p = subprocess.Popen(rec.cmd, cwd=doc["cwd"], stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             env=env, start_new_session=True, preexec_fn=raise_nofile)
-    new = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), rec.cmd, rec.stop_stage)
-    doc.update(new.to_json())
-    atomic_write_text(f, json.dumps(doc, indent=1))
-    return p
 
 
 def _signal_group(rec: PidRecord, sig: int) -> None:

@@ -12,7 +12,7 @@ broker owning its bundle), kill-bookie (Pulsar; one bookie drawn from the run's 
 the leader, drawn from the seed), crash-all (every server process), power-loss (every server process, then every
 write not fsynced is dropped from the faultfs mounts under the nodes' data directories, systems.faultfs.drop_all).
 Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the nodes start again from their pid
-files (systems.proc.restart; ZooKeeper first, then bookies, then the broker).
+files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
 
 The strike comes from a hook process (`--hook`) started with the cycle, its imports done, waiting on its stdin: the
 traffic's timer writes one line there at the planned time, so no Python start-up lies between the planned time and
@@ -459,7 +459,7 @@ def hook_main(rundir: Path, names: list[str], down: float, power_loss: bool, dea
     for stage in sorted({recs[n].stop_stage for n in names}, reverse=True):
         group = [n for n in names if recs[n].stop_stage == stage]
         for n in group:
-            procs[n] = proc.restart(rundir, n)
+            procs[n] = _restart(rundir, recs[n])
         started += group
         say(event="restarted", t=time.time(), nodes=group)
         if stage >= 2 and not wait_back(group):
@@ -468,6 +468,19 @@ def hook_main(rundir: Path, names: list[str], down: float, power_loss: bool, dea
         return 1
     say(event="back", t=time.time(), restarted=restarted)
     return 0
+
+
+def _restart(rundir: Path, r):
+    """Start a killed node again as `up` started it (its pid file: command, directory, log, variables)."""
+    from systems import proc
+
+    if not r.cwd:
+        raise RuntimeError(f"{r.node}: its pid file has no start command (cluster started by an older launcher)")
+    env = dict(os.environ)
+    env.update(r.env or {})
+    p, _ = proc.start_process(rundir, r.node, r.cmd, cwd=Path(r.cwd), log=Path(r.log), env=env,
+                              stop_stage=r.stop_stage, env_extra=r.env)
+    return p
 
 
 class Hook:
