@@ -116,7 +116,10 @@
             git
             poppler-utils
             nixpkgs-fmt
+            fuse3
           ];
+          # systems/faultfs.py: mfusepy loads libfuse3 with ctypes, which finds no library in the Nix store itself
+          FUSE_LIBRARY_PATH = "${pkgs.fuse3.out}/lib/libfuse3.so.3";
           inherit shellHook;
         };
       });

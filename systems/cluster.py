@@ -14,6 +14,7 @@ from typing import Any
 
 from . import dist
 from . import durability as dur
+from . import faultfs as ffs
 from .proc import (LOOPBACK, PidRecord, allocate_ports, ensure_ports_free, port_listening, read_pid_records,
                    rss_bytes, start_process, stop_records, tail, wait_ports_closed, pid_dir)
 from .util import SystemsError, atomic_write_json, load_config, resolve, versions
@@ -49,8 +50,11 @@ def check_hosts(hosts: list[str]) -> list[str]:
 class Run:
     """State of one `up`: the nodes started so far, their ports, the deadline."""
 
-    def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log):
+    def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log,
+                 faults: bool = False, faultfs: bool = False):
         self.system, self.level, self.tuning = system, level, tuning
+        self.faults = faults  # started for fault runs (workloads/faultrun.py): e.g. Pulsar's fault_bookie settings
+        self.faultfs: dict[str, list[str]] | None = {} if faultfs else None
         self.rundir, self.cfg, self.durability, self.log = rundir, cfg, durability, log
         self.dist = dist.require_dist(system)
         self.version = versions()[system]
@@ -88,6 +92,20 @@ class Run:
         self.nodes.append({"name": name, "role": role, "id": id, "host": LOOPBACK, "ports": dict(ports),
                            "pid": None, "pgid": None, "dataDirs": [str(d) for d in data_dirs],
                            "conf": [str(c) for c in conf], "log": str(self.node_log(name))})
+        if self.faultfs is not None and data_dirs:
+            self.mount_faultfs(name, data_dirs)
+
+    def mount_faultfs(self, name: str, data_dirs: list[Path]) -> None:
+        """Put each (still empty) data directory of the node on its own faultfs mount; the backing directory is
+        RUNDIR/nodes/<node>/.faultfs/<dir name>, the daemon's output goes to logs/faultfs-<dir name>.log."""
+        for d in data_dirs:
+            d = Path(d)
+            backing = self.node_dir(name) / ".faultfs" / d.name
+            try:
+                ffs.mount(backing, d, log=self.node_dir(name) / "logs" / f"faultfs-{d.name}.log")
+            except ffs.FaultfsError as e:
+                raise SystemsError(f"{name}: --faultfs: {e}") from None
+            self.faultfs.setdefault(name, []).append(str(d))
 
     def node(self, name: str) -> dict[str, Any]:
         return next(n for n in self.nodes if n["name"] == name)
@@ -98,7 +116,7 @@ class Run:
         e = dict(os.environ)
         e.update(env or {})
         p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
-                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)))
+                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), env_extra=env)
         self.procs[name] = p
         return p
 
@@ -195,6 +213,7 @@ def down(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
     killed = stop_records(alive, cfg["stop_timeout_seconds"], log=log) if alive else []
     for r in recs:
         (pid_dir(rundir) / f"{r.node}.json").unlink(missing_ok=True)
+    _unmount_faultfs(rundir, log)
     busy = wait_ports_closed(_ports_of(rundir))
     if busy:
         raise SystemsError(f"{rundir}: ports still listening after down: {busy}")
@@ -207,6 +226,16 @@ def down(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
         except ValueError:
             pass
     return {"stopped": [r.node for r in alive], "killed": killed}
+
+
+def _unmount_faultfs(rundir: Path, log) -> None:
+    """Unmount the run's faultfs mounts (a clean shutdown: unsynced writes are written back)."""
+    try:
+        mps = ffs.unmount_all(rundir, discard=False)
+    except ffs.FaultfsError as e:
+        raise SystemsError(f"{rundir}: {e}") from None
+    if mps:
+        log(f"down: unmounted {len(mps)} faultfs mount(s)")
 
 
 def purge_data(rundir: Path) -> int:
@@ -244,8 +273,11 @@ def _install_signal_handlers():
 
 
 def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list[str] | None = None,
-       cfg: dict | None = None, log=print) -> dict[str, Any]:
-    """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned)."""
+       cfg: dict | None = None, log=print, faultfs: bool = False, faults: bool = False) -> dict[str, Any]:
+    """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned). With faultfs, every
+    data directory is a faultfs mount (systems/faultfs.py) and cluster.json["faultfs"] lists them per node.
+    faults: a cluster for fault runs (nodes get killed and restarted; Pulsar's bookies get config
+    systems.pulsar.fault_bookie, read back by verify)."""
     cfg = cfg or load_config()
     hosts = check_hosts(hosts or [LOOPBACK])
     _impl(system)
@@ -258,15 +290,24 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
     dist.require_dist(system)  # fail before touching the run directory
     rundir = Path(rundir).resolve()
     rundir.mkdir(parents=True, exist_ok=True)
+    if faultfs:
+        try:
+            import mfusepy  # noqa: F401  (loads libfuse3: fail here, before anything starts)
+        except (ImportError, OSError) as e:
+            raise SystemsError(f"--faultfs: the FUSE binding cannot load ({e}); env/shell installs mfusepy "
+                               f"(uv.lock) and fuse3 (env/apt-packages.txt)") from None
+        for mp in ffs.sweep():
+            log(f"faultfs: swept dead mount {mp}")
     stale = stale_records(rundir)
     if stale:
         log(f"{rundir}: stale cluster found ({', '.join(r.node for r in stale)}); stopping it")
         down(rundir, cfg, log=log)
+    _unmount_faultfs(rundir, log)  # mounts left by an earlier run whose processes are gone
     for sub in ("nodes", "pids"):
         shutil.rmtree(rundir / sub, ignore_errors=True)
     for f in (CLUSTER_JSON, "state.json"):
         (rundir / f).unlink(missing_ok=True)
-    run = Run(system, level, tuning, rundir, cfg, durability, log)
+    run = Run(system, level, tuning, rundir, cfg, durability, log, faults=faults, faultfs=faultfs)
     page_cache = drop_page_cache(cfg["drop_caches"])
     started_at = _now()
     t0 = time.monotonic()
@@ -280,12 +321,21 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
         ready_s = time.monotonic() - t0
         effective = impl.verify(run)
         verified_s = time.monotonic() - t0
+        if run.faultfs:
+            # what the cluster wrote while it started (kafka-storage format's bootstrap.checkpoint is never
+            # fsync'ed) becomes durable, as the OS's writeback would make it long before a fault is injected:
+            # the fault window starts with a ready cluster
+            try:
+                ffs.checkpoint_all(rundir)
+            except ffs.FaultfsError as e:
+                raise SystemsError(f"--faultfs: {e}") from None
         doc = {
             "schemaVersion": SCHEMA_VERSION,
             "system": system,
             "version": run.version,
             "level": level,
             "tuning": tuning,
+            "faults": faults,
             "replication": durability.levels[level]["replication"],
             "local": durability.levels[level]["local"],
             "hosts": hosts,
@@ -304,6 +354,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
             "durabilityFile": str(durability.path),
             "distribution": str(run.dist),
             **({"extra": run.extra} if run.extra else {}),
+            **({"faultfs": run.faultfs} if run.faultfs is not None else {}),
         }
         atomic_write_json(rundir / CLUSTER_JSON, doc)
         log(f"{system} {level}/{tuning} ready and verified in {verified_s:.1f} s: {rundir / CLUSTER_JSON}")
@@ -339,6 +390,7 @@ class _Attached:
         self.endpoints = {k: doc[k] for k in ("kafka", "pulsar") if k in doc}
         self.nodes = doc["nodes"]
         self.extra = doc.get("extra", {})
+        self.faults = bool(doc.get("faults", False))
         self.cfg = cfg
 
 
@@ -355,6 +407,84 @@ def verify(rundir: Path, cfg: dict | None = None, log=print) -> dict[str, Any]:
     atomic_write_json(Path(rundir) / CLUSTER_JSON, doc)
     log(f"{doc['system']} {doc['level']}/{doc['tuning']}: effective settings match")
     return doc
+
+
+def kill_nodes(rundir: Path, nodes: list[str] | None = None, timeout: float = 10.0) -> list[str]:
+    """SIGKILL the process group of each node (default: every node of the run) and wait until none of its
+    processes is left. Their pid files stay, for restart_nodes. Returns the nodes killed."""
+    rundir = Path(rundir)
+    recs = {r.node: r for r in read_pid_records(rundir)}
+    names = list(recs) if nodes is None else nodes
+    unknown = [n for n in names if n not in recs]
+    if unknown:
+        raise SystemsError(f"{rundir}: no pid file for node(s) {', '.join(unknown)} (known: {', '.join(recs)})")
+    victims = [recs[n] for n in names if recs[n].alive()]
+    for r in victims:
+        try:
+            os.killpg(r.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + timeout
+    while any(r.alive() for r in victims):
+        if time.monotonic() > deadline:
+            raise SystemsError(f"{rundir}: still alive {timeout:.0f} s after SIGKILL: "
+                               f"{', '.join(r.node for r in victims if r.alive())}")
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return [r.node for r in victims]
+
+
+def restart_nodes(rundir: Path, nodes: list[str] | None = None, cfg: dict | None = None, log=print,
+                  timeout: float | None = None) -> list[str]:
+    """Start stopped nodes again with the command, directory and environment recorded at `up` (default: every
+    node of the run that is not running). Nodes start in reverse stop order (Pulsar: ZooKeeper, then the bookies,
+    then the broker; Kafka: all at once); each stage waits until its nodes' first port listens. Updates the pid
+    files and the pids in cluster.json. Returns the nodes started."""
+    rundir = Path(rundir)
+    cfg = cfg or load_config()
+    timeout = timeout or cfg["startup_timeout_seconds"]
+    doc = load_cluster(rundir)
+    by_name = {n["name"]: n for n in doc["nodes"]}
+    recs = {r.node: r for r in read_pid_records(rundir) if r.node in by_name}
+    names = [n for n in recs if not recs[n].alive()] if nodes is None else nodes
+    missing = [n for n in names if n not in recs or not recs[n].cwd]
+    if missing:
+        raise SystemsError(f"{rundir}: cannot restart {', '.join(missing)}: no pid file with the start "
+                           f"command (was the cluster started by this launcher version?)")
+    running = [n for n in names if recs[n].alive()]
+    if running:
+        raise SystemsError(f"{rundir}: cannot restart {', '.join(running)}: still running")
+    started = []
+    for stage in sorted({recs[n].stop_stage for n in names}, reverse=True):
+        group = [n for n in names if recs[n].stop_stage == stage]
+        for n in group:
+            r = recs[n]
+            env = dict(os.environ)
+            env.update(r.env or {})
+            p, new = start_process(rundir, n, r.cmd, cwd=Path(r.cwd), log=Path(r.log or by_name[n]["log"]),
+                                   env=env, stop_stage=r.stop_stage, env_extra=r.env)
+            by_name[n]["pid"], by_name[n]["pgid"] = p.pid, os.getpgid(p.pid)
+            started.append(n)
+            log(f"restarted {n} (pid {p.pid})")
+        deadline = time.monotonic() + timeout
+        for n in group:
+            port = next(iter(by_name[n]["ports"].values()), None)
+            while port is not None and not port_listening(port):
+                if not read_pid_records(rundir) or not next(
+                        (r for r in read_pid_records(rundir) if r.node == n)).alive():
+                    raise SystemsError(f"{n} exited during restart; last lines of {by_name[n]['log']}:\n"
+                                       f"{tail(Path(by_name[n]['log']))}")
+                if time.monotonic() > deadline:
+                    raise SystemsError(f"{n}: port {port} not listening {timeout:.0f} s after restart; last lines "
+                                       f"of {by_name[n]['log']}:\n{tail(Path(by_name[n]['log']))}")
+                time.sleep(0.2)
+    doc["restartedAt"] = _now()
+    atomic_write_json(rundir / CLUSTER_JSON, doc)
+    return started
 
 
 def status(rundir: Path) -> dict[str, Any]:

@@ -134,6 +134,11 @@ class PidRecord:
     start_time: int | None
     cmd: list[str]
     stop_stage: int = 0
+    # what restart_nodes needs to start the node again: working directory, log, the variables added to the
+    # launcher's environment
+    cwd: str | None = None
+    log: str | None = None
+    env: dict[str, str] | None = None
 
     def alive(self) -> bool:
         """True while any process of the node's group lives (and the leader, if alive, is ours)."""
@@ -146,12 +151,12 @@ class PidRecord:
 
     def to_json(self) -> dict:
         return {"node": self.node, "pid": self.pid, "pgid": self.pgid, "startTime": self.start_time,
-                "cmd": self.cmd, "stopStage": self.stop_stage}
+                "cmd": self.cmd, "stopStage": self.stop_stage, "cwd": self.cwd, "log": self.log, "env": self.env}
 
     @classmethod
     def from_json(cls, d: dict) -> "PidRecord":
         return cls(d["node"], int(d["pid"]), int(d["pgid"]), d.get("startTime"), d.get("cmd", []),
-                   int(d.get("stopStage", 0)))
+                   int(d.get("stopStage", 0)), d.get("cwd"), d.get("log"), d.get("env"))
 
 
 def pid_dir(rundir: Path) -> Path:
@@ -200,16 +205,18 @@ def raise_nofile() -> None:
 
 
 def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
-                  stop_stage: int = 0, max_log_bytes: int | None = None) -> tuple[subprocess.Popen, PidRecord]:
+                  stop_stage: int = 0, max_log_bytes: int | None = None,
+                  env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, PidRecord]:
     """Start cmd in a new session with stdout+stderr appended to log (at most max_log_bytes of it, if given);
-    write its pid file first thing."""
+    write its pid file first thing. env_extra (the variables env adds to the launcher's) is recorded for restarts."""
     log.parent.mkdir(parents=True, exist_ok=True)
     if max_log_bytes:
         cmd = capped(cmd, log, max_log_bytes)
     with open(log, "ab") as lf:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=env, start_new_session=True, preexec_fn=raise_nofile)
-    rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage)
+    rec = PidRecord(node, p.pid, p.pid, proc_start_time(p.pid), cmd, stop_stage, str(cwd), str(log),
+                    dict(env_extra or {}))
     pid_dir(rundir).mkdir(parents=True, exist_ok=True)
     atomic_write_text(pid_dir(rundir) / f"{node}.json", json.dumps(rec.to_json(), indent=1))
     return p, rec
