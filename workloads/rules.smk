@@ -165,6 +165,8 @@ rule faults:
     repetitions): `snakemake --profile local faults`. Its summary: data/runs/<testbed>/experiments/E000-FAULT.json."""
     input:
         f"{WL_RUNS_DIR}/experiments/E000-FAULT.json",
+        # then its figure and tables (analysis/faults.smk, included after this file)
+        lambda wc: globals().get("AN_FAULT_OUTPUTS", []),
 
 
 rule benchmarks:
