@@ -63,7 +63,10 @@ CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "r
              "publish_errors_median", "unavailable_ms_median", "recovery_ms_median"]
 CLAIM_COLS = ["claim_id", "claim", "system", "cells", "cells_run", "runs", "runs_with_loss", "lost_total",
               "acknowledged_total", "verdict", "evidence"]
-MD_CLAIM_COLS = ["claim", "system", "cells_run", "runs", "runs_with_loss", "lost_total", "verdict", "evidence"]
+MD_CLAIM_COLS = ["claim_id", "claim", "system", "runs", "runs_with_loss", "lost_total", "verdict", "evidence"]
+# relative column widths of the paper's tables (pandoc reads them from the dashes of a pipe table's separator line)
+MD_CLAIM_WIDTHS = [5, 15, 5, 4, 5, 6, 9, 27]
+MD_GRID_WIDTHS = [5, 7, 4, 8, 10, 10, 10, 10, 10]
 
 
 # --------------------------------------------------------------------------------------------------- reading
@@ -206,6 +209,13 @@ def cells(runs: pl.DataFrame, testbed: str) -> list[dict]:
             row["status"] = "not run" if applicable else "n/a"
         out.append(row)
     return out
+
+
+def to_md_widths(cols, rows, widths) -> str:
+    """report.to_md with relative column widths: long cells (claims, evidence) wrap in their own wide column."""
+    lines = to_md(cols, rows).split("\n")
+    lines[1] = "|" + "|".join("-" * (3 * w) for w in widths) + "|"
+    return "\n".join(lines)
 
 
 def cell_text(c: dict) -> str:
@@ -372,9 +382,9 @@ def build(raw: Path, testbed: str, tables: Path, figures_dir: Path, derived: Pat
         tmp.replace(derived / "faults.parquet")
     write_text_atomic(tables / "faults-runs.csv", to_csv(RUN_COLS, runs.to_dicts()))
     write_text_atomic(tables / "faults.csv", to_csv(CELL_COLS, cl))
-    write_text_atomic(tables / "faults.md", to_md(cols, wide))
+    write_text_atomic(tables / "faults.md", to_md_widths(cols, wide, MD_GRID_WIDTHS))
     write_text_atomic(tables / "faults-claims.csv", to_csv(CLAIM_COLS, cr))
-    write_text_atomic(tables / "faults-claims.md", to_md(MD_CLAIM_COLS, cr))
+    write_text_atomic(tables / "faults-claims.md", to_md_widths(MD_CLAIM_COLS, cr, MD_CLAIM_WIDTHS))
     chart, caption, alt_text = figure(runs, cl, testbed)
     save_chart(chart, "faults-lost", caption, alt_text, figures_dir, png_scale)
     return {"runs": runs, "cells": cl, "claims": cr}
