@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -43,6 +44,8 @@ FAULT_SYSTEMS = {"kill-bookie": {"pulsar"}}
 # level -> (replication ack, local durability), studies.md §000.2 / systems/durability.yaml
 LEVEL_MODES = {"L1": ("ack-2", "sync"), "L2": ("ack-2", "async"), "L2-bypass": ("ack-2", "async (journal bypass)"),
                "L3": ("ack-1", "sync"), "L4": ("ack-1", "async"), "L4-bypass": ("ack-1", "async (journal bypass)")}
+FAULT_SUFFIXES = tuple(f"--{f}" for f in FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
+_FAULT_KEY = re.compile(rb'"fault"\s*:')
 COUNT_KEYS = ["acknowledged", "lost", "duplicated", "reordered", "unacknowledgedPresent", "publishErrors", "read"]
 TIME_KEYS = ["strikeAtSeconds", "downSeconds"]
 NULLABLE_MS_KEYS = ["unavailableMs", "recoveryMs"]
@@ -130,12 +133,19 @@ def read_runs(raw: Path, suspect: str = "mark") -> pl.DataFrame:
             rel = str(p.relative_to(raw))
             if rel.split("/")[1] == "probes":
                 continue
+            named = rel.split("/")[3].endswith(FAULT_SUFFIXES)  # workloads.plan: a fault run's workload id
             try:
-                doc = json.loads(p.read_text())
+                data = p.read_bytes()
+                if not named and not _FAULT_KEY.search(data):
+                    continue  # a benchmark's result (often megabytes of histograms): not parsed here
+                doc = json.loads(data)
             except (OSError, ValueError) as e:
                 raise InputError(p, "(file)", f"not readable as JSON: {e}") from None
             x = doc.get("x-streambench") if isinstance(doc, dict) else None
             if not isinstance(x, dict) or "fault" not in x:
+                if named:
+                    raise InputError(p, "x-streambench.fault", "missing in a fault run's result (its workload id "
+                                     f"ends with --<fault>)")
                 continue
             try:
                 lab = parse_raw_path(rel)

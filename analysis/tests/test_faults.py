@@ -28,7 +28,7 @@ def fault_doc(fault: str, lost: int, seed: int, *, acknowledged: int = RATE * TR
 
 
 def write(raw, system, level, fault, rep, doc, testbed="local"):
-    p = raw / testbed / system / f"{level}+tuned" / f"1-topic-10-partitions-1kb-1p-1c-2k-{fault}" / f"rep-{rep}.json"
+    p = raw / testbed / system / f"{level}+stock" / f"1-topic-8-partitions-1kb-1p-1c-2k--{fault}" / f"rep-{rep}.json"
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(doc))
     return p
@@ -65,7 +65,7 @@ def raw(tmp_path):
                     write(raw, system, level, fault, rep, fault_doc(fault, lost, seed=100 * rep + len(level),
                                                                     targets=tg, suspect=(system, level, fault, rep) ==
                                                                     ("pulsar", "L1", "kill-one", 3)))
-    other = raw / "local" / "kafka" / "L1+tuned" / "1-topic-100-partitions-1kb-2p-2c-200k" / "rep-1.json"
+    other = raw / "local" / "kafka" / "L1+stock" / "1-topic-100-partitions-1kb-2p-2c-200k" / "rep-1.json"
     other.parent.mkdir(parents=True)
     other.write_text(json.dumps({"workload": "x", "x-streambench": {"audit": {"lost": 0}}}))
     probe = raw / "local" / "probes" / "host" / "rep-1.json"
@@ -82,7 +82,7 @@ def test_runs_one_row_per_fault_file_labelled_from_its_path(raw):
     r = runs.filter((runs["system"] == "kafka") & (runs["level"] == "L2") & (runs["fault"] == "power-loss")
                     & (runs["repetition"] == 2)).row(0, named=True)
     assert r["lost"] == 3900 and r["acknowledged"] == 50000 and r["lost_fraction"] == pytest.approx(0.078)
-    assert (r["ack"], r["local"], r["tuning"]) == ("ack-2", "async", "tuned")
+    assert (r["ack"], r["local"], r["tuning"]) == ("ack-2", "async", "stock")
     assert r["targets"] == "kafka-0 kafka-1 kafka-2" and r["file"].endswith("rep-2.json")
     byp = runs.filter(runs["level"] == "L4-bypass")
     assert set(byp["local"]) == {"async (journal bypass)"} and set(byp["ack"]) == {"ack-1"}
@@ -143,7 +143,7 @@ def test_claim_not_observed_is_not_refuted_and_a_loss_refutes_l1(raw):
 
 
 def test_claims_not_tested_when_l1_cells_are_missing(raw):
-    for p in (raw / "local" / "pulsar" / "L1+tuned").glob("*power-loss/rep-*.json"):
+    for p in (raw / "local" / "pulsar" / "L1+stock").glob("*power-loss/rep-*.json"):
         p.unlink()
     f1 = _verdicts(raw)[("F1", "pulsar")]
     assert f1["verdict"] == "not tested" and f1["cells_run"] == 4
@@ -185,6 +185,15 @@ def test_a_corrupt_fault_object_names_file_and_field(tmp_path, capsys, field, va
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(p) in err and f"x-streambench.fault.{field}" in err
     assert not (tmp_path / "t").exists()  # nothing written
+
+
+def test_a_fault_runs_file_without_its_fault_object_names_file_and_field(tmp_path):
+    doc = fault_doc("crash-all", 0, seed=1)
+    del doc["x-streambench"]["fault"]
+    p = write(tmp_path, "pulsar", "L4-bypass", "crash-all", 2, doc)
+    with pytest.raises(InputError, match="x-streambench.fault': missing in a fault run") as e:
+        faults.read_runs(tmp_path)
+    assert e.value.path == str(p)
 
 
 def test_a_fault_object_that_is_not_an_object_and_a_bad_level_dir(tmp_path):
