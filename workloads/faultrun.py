@@ -715,11 +715,23 @@ def _stop_all(hook, client, cl, log, failed=False) -> None:
             client.close()
         except Exception:
             pass
+    cur = (cl.read() or {}).get("dir")
     try:
         cl.down(log, failed=failed)
     except Exception as exc:
         with open(log, "a") as fh:
             fh.write(f"down after the fault run: {exc}\n")
+    if cur:  # `systems down` could not run (e.g. its interpreter broken): stop the nodes from here
+        from systems import cluster as sys_cluster
+        from systems.proc import read_pid_records
+
+        if any(r.alive() for r in read_pid_records(Path(cur))):
+            with open(log, "a") as fh:
+                fh.write(f"{cur}: nodes still running after down; stopping them in-process\n")
+                try:
+                    sys_cluster.down(Path(cur), log=lambda m: fh.write(m + "\n"))
+                except Exception as exc:
+                    fh.write(f"in-process down failed: {exc}\n")
 
 
 def main(argv=None) -> int:
