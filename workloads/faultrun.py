@@ -59,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SLOW_MS = 1000.0       # a send acknowledged later than this counts as unavailable
 FLUSH_SECONDS = 45.0   # bound on waiting for the last acknowledgements after the traffic
 READ_SECONDS = 120.0   # bound on reading the topic back
+SETTLE_SECONDS = 3.0   # traffic past the first good send after the restart
 N_KEYS = 64
 
 
@@ -553,7 +554,8 @@ def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Aud
             recovered=lambda: True) -> float:
     """Send `rate` msg/s for `seconds` on a fixed schedule; call strike() at `at` seconds (from a timer thread, so a
     blocked send cannot delay it). Past `seconds`, go on at the same rate until recovered() says the cluster took a
-    send made after the restart (so that recoveryMs is measured), or the audit is full. Returns the start epoch."""
+    send made after the restart (so that recoveryMs is measured), then SETTLE_SECONDS more (so that every key has a
+    good send again: unavailableMs), or until the audit is full. Returns the start epoch."""
     t0 = time.time()
     timer = threading.Timer(max(0.0, t0 + at - time.time()), strike)
     timer.daemon = True
@@ -562,7 +564,18 @@ def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Aud
     cap = len(audit.sent)
     tick = 0.01
     i = 0
-    while i < n or (i < cap and not recovered()):
+    settled_at = None  # once recovered, SETTLE_SECONDS more, so that every key has a good send again
+
+    def more() -> bool:
+        nonlocal settled_at
+        if i < n:
+            return True
+        if i >= cap:
+            return False
+        if settled_at is None and recovered():
+            settled_at = time.time() + SETTLE_SECONDS
+        return settled_at is None or time.time() < settled_at
+    while more():
         due = min(cap, int((time.time() - t0) * rate) + 1)
         while i < due:
             audit.sent[i] = t0 + i / rate
@@ -715,11 +728,23 @@ def _stop_all(hook, client, cl, log, failed=False) -> None:
             client.close()
         except Exception:
             pass
+    cur = (cl.read() or {}).get("dir")
     try:
         cl.down(log, failed=failed)
     except Exception as exc:
         with open(log, "a") as fh:
             fh.write(f"down after the fault run: {exc}\n")
+    if cur:  # `systems down` could not run (e.g. its interpreter broken): stop the nodes from here
+        from systems import cluster as sys_cluster
+        from systems.proc import read_pid_records
+
+        if any(r.alive() for r in read_pid_records(Path(cur))):
+            with open(log, "a") as fh:
+                fh.write(f"{cur}: nodes still running after down; stopping them in-process\n")
+                try:
+                    sys_cluster.down(Path(cur), log=lambda m: fh.write(m + "\n"))
+                except Exception as exc:
+                    fh.write(f"in-process down failed: {exc}\n")
 
 
 def main(argv=None) -> int:

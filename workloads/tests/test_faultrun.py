@@ -160,3 +160,40 @@ def test_summary_check_fails_when_a_fault_expectation_is_not_met(tmp_path, kafka
     out.write_text(json.dumps(s))
     assert s["lostMessages"] == 0  # a fault run's losses are its measurement, not the harness's
     assert summary.check(out) == rc
+
+
+def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
+    """The hook process with a real (sleeping) node: ready, then nothing until the line; kill -9, restart, back."""
+    import os
+    import time
+
+    from systems import proc
+
+    rundir = tmp_path / "run"
+    (rundir / "nodes" / "n1" / "logs").mkdir(parents=True)
+    log = rundir / "nodes" / "n1" / "logs" / "node.log"
+    p, rec = proc.start_process(rundir, "n1", ["sleep", "300"], cwd=rundir, log=log, env=dict(os.environ),
+                                env_extra={"X": "1"})
+    (rundir / "cluster.json").write_text(json.dumps({"system": "kafka", "nodes": [
+        {"name": "n1", "role": "broker+controller", "ports": {}, "log": str(log)}]}))
+    hook = faultrun.Hook(rundir, ["n1"], 0.5, False, 10, tmp_path / "hook.log")
+    try:
+        assert hook.wait(("ready",), 30)["event"] == "ready"
+        time.sleep(0.5)
+        assert rec.alive() and hook.first("struck") is None  # nothing happens before the line
+        t = time.time()
+        hook.strike()
+        back = hook.wait(("back",), 30)
+        assert back and back["event"] == "back", hook.events
+        struck = hook.first("struck")
+        assert struck["targets"] == ["n1"] and struck["t"] - t < 0.5
+        assert back["restarted"] - struck["t"] >= 0.5  # down for downSeconds
+        p.wait(5)
+        assert p.returncode == -9  # kill -9
+        new = {r.node: r for r in proc.read_pid_records(rundir)}["n1"]
+        assert new.pid != rec.pid and new.alive() and new.env == {"X": "1"}
+    finally:
+        hook.stop()
+        for r in proc.read_pid_records(rundir):
+            proc.stop_records([r], 5)
+    assert hook.p.poll() is not None
