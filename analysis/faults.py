@@ -61,7 +61,8 @@ RUN_SCHEMA = {
 }
 RUN_COLS = list(RUN_SCHEMA)
 CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "runs", "runs_with_loss",
-             "acknowledged_median", "lost_median", "lost_min", "lost_max", "lost_total", "acknowledged_total", "lost_fraction_median",
+             "acknowledged_median", "lost_median", "lost_min", "lost_max", "lost_total", "acknowledged_total",
+             "lost_fraction_median",
              "lost_fraction_max", "duplicated_median", "reordered_median", "unacknowledged_present_median",
              "publish_errors_median", "unavailable_ms_median", "recovery_ms_median"]
 CLAIM_COLS = ["claim_id", "claim", "system", "cells", "cells_run", "runs", "runs_with_loss", "lost_total",
@@ -358,7 +359,8 @@ def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
     ticks = [0] + [10 ** k for k in range(1, 10) if 10 ** (k - 1) < top]  # no 1: its label would sit on 0's
     x = alt.X("level:N", sort=levels, title=None, axis=alt.Axis(labelAngle=-90, labelOverlap=False))
     scale = alt.Scale(type="symlog", domain=[0, ticks[-1]], nice=False)
-    axis = alt.Axis(values=ticks, tickCount=len(ticks), labelOverlap=False, grid=True,  # 1 000 as "1k": d3's "~s" gave 100 as "0k"
+    # labels 1 000 as "1k" (d3's "~s" gave 100 as "0k"); tickCount: the config's 5 thinned the values to every other
+    axis = alt.Axis(values=ticks, tickCount=len(ticks), labelOverlap=False, grid=True,
                     labelExpr="datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')")
     y = alt.Y("lost:Q", title="lost", scale=scale, axis=axis)
     base = alt.Chart().encode(x=x)
