@@ -138,6 +138,10 @@ def _git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+# workload ids of fault runs end with --<fault> (workloads/plan.py FAULTS)
+FAULT_SUFFIXES = tuple(f"--{f}" for f in ("kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"))
+
+
 def ingest_raw(raw: Path, suspect: str = "mark", validity: dict | None = None):
     rows, wins, sts, qs = [], [], [], []
     if validity is None:
@@ -150,6 +154,8 @@ def ingest_raw(raw: Path, suspect: str = "mark", validity: dict | None = None):
         rel = str(p.relative_to(raw))
         if rel.split("/")[1] == "probes":
             continue
+        if rel.split("/")[3].endswith(FAULT_SUFFIXES):
+            continue  # a fault run's verdict (workloads/faultrun.py), not an OMB result: the fault study reads it
         lab = labels.parse_raw_path(rel)
         r = omb.load(p, rel=str(p))
         x = r["x"] or {}

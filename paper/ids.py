@@ -19,6 +19,8 @@ FIGURE_IDS = [
     "study003-connection-time",
     "study003-p99",
     "study003-histogram",
+    # the fault study (paper/sections/faults.qmd, analysis/faults.py)
+    "faults-lost",
 ]
 
 TABLE_IDS = [
@@ -39,4 +41,7 @@ TABLE_IDS = [
     # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
     "study003-fanout",
     "study003-claims",
+    # the fault study (paper/sections/faults.qmd, analysis/faults.py)
+    "faults",
+    "faults-claims",
 ]

@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="hosts to run on (only 127.0.0.1 is implemented); space or comma separated")
     p.add_argument("--faultfs", action="store_true",
                    help="put every data directory on a faultfs mount (power-loss emulation, systems/faultfs.py)")
+    p.add_argument("--faults", action="store_true",
+                   help="a cluster for fault runs (Pulsar bookies get config systems.pulsar.fault_bookie)")
     for name, hlp in (("verify", "re-read the effective settings of a running cluster"),
                       ("status", "print the state of the cluster in a run directory (JSON)"),
                       ("down", "stop every process of the run directory; no process or port remains")):
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "up":
             hosts = [h for x in a.hosts for h in x.split(",") if h]
             cluster.up(a.system, a.level, a.dir, tuning=a.tuning, hosts=hosts, cfg=cfg, log=_log,
-                       faultfs=a.faultfs)
+                       faultfs=a.faultfs, faults=a.faults)
         elif a.cmd == "verify":
             cluster.verify(a.dir, cfg=cfg, log=_log)
         elif a.cmd == "down":

@@ -51,8 +51,9 @@ class Run:
     """State of one `up`: the nodes started so far, their ports, the deadline."""
 
     def __init__(self, system: str, level: str, tuning: str, rundir: Path, cfg: dict, durability, log,
-                 faultfs: bool = False):
+                 faults: bool = False, faultfs: bool = False):
         self.system, self.level, self.tuning = system, level, tuning
+        self.faults = faults  # started for fault runs (workloads/faultrun.py): e.g. Pulsar's fault_bookie settings
         self.faultfs: dict[str, list[str]] | None = {} if faultfs else None
         self.rundir, self.cfg, self.durability, self.log = rundir, cfg, durability, log
         self.dist = dist.require_dist(system)
@@ -272,9 +273,11 @@ def _install_signal_handlers():
 
 
 def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list[str] | None = None,
-       cfg: dict | None = None, log=print, faultfs: bool = False) -> dict[str, Any]:
+       cfg: dict | None = None, log=print, faultfs: bool = False, faults: bool = False) -> dict[str, Any]:
     """Start a fresh, verified cluster in rundir and write rundir/cluster.json (returned). With faultfs, every
-    data directory is a faultfs mount (systems/faultfs.py) and cluster.json["faultfs"] lists them per node."""
+    data directory is a faultfs mount (systems/faultfs.py) and cluster.json["faultfs"] lists them per node.
+    faults: a cluster for fault runs (nodes get killed and restarted; Pulsar's bookies get config
+    systems.pulsar.fault_bookie, read back by verify)."""
     cfg = cfg or load_config()
     hosts = check_hosts(hosts or [LOOPBACK])
     _impl(system)
@@ -304,7 +307,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
         shutil.rmtree(rundir / sub, ignore_errors=True)
     for f in (CLUSTER_JSON, "state.json"):
         (rundir / f).unlink(missing_ok=True)
-    run = Run(system, level, tuning, rundir, cfg, durability, log, faultfs=faultfs)
+    run = Run(system, level, tuning, rundir, cfg, durability, log, faults=faults, faultfs=faultfs)
     page_cache = drop_page_cache(cfg["drop_caches"])
     started_at = _now()
     t0 = time.monotonic()
@@ -332,6 +335,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
             "version": run.version,
             "level": level,
             "tuning": tuning,
+            "faults": faults,
             "replication": durability.levels[level]["replication"],
             "local": durability.levels[level]["local"],
             "hosts": hosts,
@@ -386,6 +390,7 @@ class _Attached:
         self.endpoints = {k: doc[k] for k in ("kafka", "pulsar") if k in doc}
         self.nodes = doc["nodes"]
         self.extra = doc.get("extra", {})
+        self.faults = bool(doc.get("faults", False))
         self.cfg = cfg
 
 

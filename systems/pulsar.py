@@ -120,6 +120,15 @@ def _bookie_storage(storage: dict[str, Any], level_bookie: dict[str, Any]) -> di
     return dict(storage)
 
 
+def _storage_of(run) -> dict[str, Any]:
+    """bookie_storage, plus fault_bookie for a cluster started for fault runs (`up --faults`)."""
+    pc = run.cfg["pulsar"]
+    out = dict(pc.get("bookie_storage") or {})
+    if getattr(run, "faults", False):
+        out.update(pc.get("fault_bookie") or {})
+    return out
+
+
 def zookeeper_overrides(data: Path, datalog: Path, port: int, host: str = "127.0.0.1") -> dict[str, Any]:
     """The keys of zookeeper.conf we set (local clusters and remote hosts, testbeds/cluster.py)."""
     return {
@@ -223,10 +232,11 @@ def start(run) -> None:
         bconf = nd / "bookkeeper.conf"
         bconf.write_text(render_conf(bk_template, bookie_overrides(
             {"bookie": bport, "http": hport, "metrics": mport}, nd / "journal", nd / "ledgers",
-            f"127.0.0.1:{zk_port}", ss, storage=pc.get("bookie_storage"))))
+            f"127.0.0.1:{zk_port}", ss, storage=_storage_of(run))))
         run.add_node(name=name, role="bookie", id=i + 1, ports={"bookie": bport, "http": hport, "metrics": mport},
                      data_dirs=[nd / "journal", nd / "ledgers"], conf=[bconf])
-        mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={pc['bookie_direct']}"
+        direct = pc["fault_bookie_direct"] if getattr(run, "faults", False) else pc["bookie_direct"]
+        mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={direct}"
         run.start_node(name, [pulsar_bin, "bookie"], cwd=nd, stop_stage=1,
                        env=_env(run, nd, mem, PULSAR_BOOKKEEPER_CONF=str(bconf)))
 
@@ -319,6 +329,8 @@ def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
 
     eff["bookies"] = {}
     want_k = {k: _s(v) for k, v in ss["bookie"].items()}
+    if getattr(run, "faults", False):  # a fault cluster's bookie settings are read back too
+        want_k.update({k: _s(v) for k, v in (run.cfg["pulsar"].get("fault_bookie") or {}).items()})
     for n in run.nodes:
         if n["role"] != "bookie":
             continue

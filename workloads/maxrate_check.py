@@ -41,6 +41,8 @@ def load_runs(root: Path) -> list[dict]:
         except (OSError, ValueError) as exc:
             raise ValueError(f"{p}: unreadable result: {exc}") from None
         x = doc.get("x-streambench") or {}
+        if "fault" in x:
+            continue  # a fault run (workloads/faultrun.py)
         pr = x.get("producerRate") or {}
         if pr.get("target") is not None:
             continue  # a fixed-rate run

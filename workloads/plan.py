@@ -21,6 +21,16 @@ SCHEMA = HERE / "experiments.schema.yaml"
 OMB_DIR = HERE / "omb"
 
 
+# faults a run may name (workloads/faultrun.py) -> the systems that have what they strike
+FAULTS = {
+    "kill-leader": ("kafka", "pulsar"),  # kill -9 the node leading most partitions / the broker owning the bundle
+    "kill-bookie": ("pulsar",),          # kill -9 one bookie (chosen by the run's seed)
+    "kill-one": ("kafka", "pulsar"),     # kill -9 one node other than the leader (chosen by the run's seed)
+    "crash-all": ("kafka", "pulsar"),    # kill -9 every server process at once
+    "power-loss": ("kafka", "pulsar"),   # kill -9 every server, drop every unsynced write (faultfs), restart
+}
+
+
 class PlanError(ValueError):
     """A problem in experiments.yaml (or what it names); the message names the file and the field."""
 
@@ -48,10 +58,12 @@ class Run:
     rep: int
     experiments: tuple[str, ...] = field(compare=False, default=())
     default_tuning: str = field(compare=False, default="tuned")
+    fault: str | None = None  # a fault run (workloads/faultrun.py): kill-leader, kill-bookie, ...
 
     @property
     def workload_id(self) -> str:
-        return self.base_workload if self.rate is None else f"{self.base_workload}--rate-{self.rate}"
+        wid = self.base_workload if self.rate is None else f"{self.base_workload}--rate-{self.rate}"
+        return wid if self.fault is None else f"{wid}--{self.fault}"
 
     @property
     def tuning_label(self) -> str:
@@ -65,8 +77,10 @@ class Run:
 
     @property
     def cluster_key(self) -> str:
-        """Runs with the same key share one running cluster (client variants do not need a restart)."""
-        return f"{self.system}-{self.level}-{self.tuning}"
+        """Runs with the same key share one running cluster (client variants do not need a restart); a fault run
+        has a cluster of its own."""
+        base = f"{self.system}-{self.level}-{self.tuning}"
+        return base if self.fault is None else f"{base}-{self.fault}-rep{self.rep}"
 
     @property
     def key(self) -> str:
@@ -117,7 +131,12 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
         _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
         _check_names(path, f"{where}.tuning", _names(exp.get("tuning", defaults.get("tuning", []))), catalog.tunings, "tuning")
         _check_names(path, f"{where}.variants", exp.get("variants", []), tuple(variants), "driver variant")
+    for exp_id, exp in doc["experiments"].items():
+        if "faults" in exp:
+            systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
+            _check_faults(path, f"experiments.{exp_id}", exp, systems)
     for scale_name, scale in doc["scales"].items():
+        _check_scale_faults(doc, catalog, scale_name, scale, path)
         if scale["experiments"] != "all":
             _check_names(path, f"scales.{scale_name}.experiments", scale["experiments"], tuple(doc["experiments"]), "experiment")
         if "levels" in scale:
@@ -125,6 +144,87 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
         for wl in scale.get("skip_workloads", []):
             if not (omb_dir / f"{wl}.yaml").is_file():
                 raise PlanError(f"{path}: scales.{scale_name}.skip_workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
+
+
+def _check_faults(path, where, exp, systems) -> None:
+    for f in exp["faults"]:
+        if f not in FAULTS:
+            raise PlanError(f"{path}: {where}.faults: unknown fault '{f}' (known: {', '.join(FAULTS)})")
+        if not any(s in FAULTS[f] for s in systems):
+            raise PlanError(f"{path}: {where}.faults: {', '.join(systems)} does not support fault '{f}' "
+                            f"(only {', '.join(FAULTS[f])})")
+    for i, c in enumerate(exp.get("fault_cells", [])):
+        for f in c["faults"]:
+            if f not in exp["faults"]:
+                raise PlanError(f"{path}: {where}.fault_cells.{i}.faults: '{f}' is not in {where}.faults")
+        for sy in c.get("systems", []):
+            if sy not in systems:
+                raise PlanError(f"{path}: {where}.fault_cells.{i}.systems: '{sy}' is not a system of {where}")
+        for lv in c["levels"]:
+            if lv not in _names(exp["levels"]):
+                raise PlanError(f"{path}: {where}.fault_cells.{i}.levels: '{lv}' is not in {where}.levels")
+
+
+def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
+    """testSeconds, strikeAtSeconds [lo, hi], downSeconds, restartDeadlineSeconds, rate of a fault experiment's runs
+    in a scale (the experiment's strike_at_seconds / down_seconds beat the scale's)."""
+    sc = doc["scales"][scale_name].get("faults") or {}
+    exp = doc["experiments"][exp_id]
+    return {"testSeconds": sc.get("testSeconds"),
+            "strikeAtSeconds": list(exp.get("strike_at_seconds", sc.get("strikeAtSeconds", []))),
+            "downSeconds": exp.get("down_seconds", sc.get("downSeconds")),
+            "restartDeadlineSeconds": sc.get("restartDeadlineSeconds", 120),
+            "rate": sc.get("rate"), "repetitions": sc.get("repetitions")}
+
+
+def _check_scale_faults(doc, catalog, scale_name, scale, path) -> None:
+    """A scale that runs fault experiments needs their timing, inside the measured phase (0, testSeconds)."""
+    chosen = list(doc["experiments"]) if scale["experiments"] == "all" else scale["experiments"]
+    fault_exps = [e for e in doc["experiments"] if "faults" in doc["experiments"][e]]
+    where = f"scales.{scale_name}.faults"
+    sc = scale.get("faults")
+    if sc is None:
+        if any(e in chosen for e in fault_exps):
+            raise PlanError(f"{path}: {where}: missing (the scale runs fault experiments: "
+                            f"{', '.join(e for e in fault_exps if e in chosen)})")
+        return
+    for exp_id in fault_exps:  # any fault experiment may be named on the command line, so check all
+        t = fault_timing(doc, scale_name, exp_id)
+        field_ = (f"experiments.{exp_id}.strike_at_seconds" if "strike_at_seconds" in doc["experiments"][exp_id]
+                  else f"{where}.strikeAtSeconds")
+        lo, hi = t["strikeAtSeconds"]
+        if lo > hi:
+            raise PlanError(f"{path}: {field_}: [{lo}, {hi}] is not a window (the first bound is above the second)")
+        if lo <= 0 or hi + t["downSeconds"] >= t["testSeconds"]:
+            raise PlanError(f"{path}: {field_}: the fault at {lo}-{hi} s (down {t['downSeconds']} s) is outside the "
+                            f"measured phase of {where}.testSeconds = {t['testSeconds']} s (it must strike after 0 s "
+                            f"and the node be back before the end)")
+    for i, e in enumerate(sc.get("expect", [])):
+        _check_names(path, f"{where}.expect.{i}.system", [e["system"]], catalog.systems, "system")
+        _check_names(path, f"{where}.expect.{i}.level", [e["level"]], catalog.levels[e["system"]], "level")
+        _check_names(path, f"{where}.expect.{i}.fault", [e["fault"]], tuple(FAULTS), "fault")
+
+
+def expectation(doc: dict, scale_name: str, run: Run) -> str | None:
+    """'zero' or 'some' lost acknowledged messages, if the scale expects something of this fault run."""
+    for e in (doc["scales"][scale_name].get("faults") or {}).get("expect", []):
+        if (e["system"], e["level"], e["fault"]) == (run.system, run.level, run.fault):
+            return e["lost"]
+    return None
+
+
+def strike_plan(run: Run, seed: int, timing: dict, nodes: list[str] | None = None) -> dict:
+    """The fixed, seeded draw of a fault run: when it strikes (in the timing's window, 0.1-s steps) and, given the
+    candidate nodes, which one (kill-one, kill-bookie). The same run key and seed give the same draw."""
+    import zlib
+
+    run_seed = zlib.crc32(f"{seed}:{run.key}".encode())
+    rng = random.Random(run_seed)
+    lo, hi = timing["strikeAtSeconds"]
+    out = {"seed": run_seed, "strikeAtSeconds": round(lo + rng.random() * (hi - lo), 1)}
+    if nodes:
+        out["target"] = sorted(nodes)[rng.randrange(len(nodes))]
+    return out
 
 
 def _check_fanout_layouts(path, where, workloads, systems, omb_dir) -> None:
@@ -179,25 +279,38 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
         reps = repetitions or scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
         rates = exp.get("rates") or [None]
         variants = exp.get("variants") or [None]
+        faults = exp.get("faults") or [None]
+        if exp.get("faults"):  # fault runs: the scale's fault repetitions (local >= 3), not its benchmark ones
+            reps = repetitions or (scale.get("faults") or {}).get("repetitions") or exp.get(
+                "repetitions", defaults.get("repetitions", 1))
         levels = [lv for lv in _names(exp["levels"]) if lv in scale.get("levels", [lv])]
         for system in systems:
             for level in levels:
                 if level not in catalog.levels[system]:
                     continue  # e.g. a Pulsar-only journal-bypass level in an experiment run on both systems
-                for tuning in tunings:
-                    for variant in variants:
-                        for wl in exp["workloads"]:
-                            if wl in scale.get("skip_workloads", []):
-                                continue
-                            for rate in rates:
-                                for rep in range(1, reps + 1):
-                                    run = Run(system, level, tuning, variant, wl, rate, rep, (exp_id,), default_tuning)
-                                    key = run.key
-                                    if key in runs:
-                                        old = runs[key]
-                                        run = Run(system, level, tuning, variant, wl, rate, rep,
-                                                  tuple(sorted(set(old.experiments) | {exp_id})), default_tuning)
-                                    runs[key] = run
+                for fault in faults:
+                    if fault is not None and system not in FAULTS[fault]:
+                        continue  # e.g. kill-bookie in an experiment run on both systems
+                    if fault is not None and "fault_cells" in exp and not any(
+                            fault in c["faults"] and level in c["levels"] and system in c.get("systems", [system])
+                            for c in exp["fault_cells"]):
+                        continue
+                    for tuning in tunings:
+                        for variant in variants:
+                            for wl in exp["workloads"]:
+                                if wl in scale.get("skip_workloads", []):
+                                    continue
+                                for rate in rates:
+                                    for rep in range(1, reps + 1):
+                                        run = Run(system, level, tuning, variant, wl, rate, rep, (exp_id,),
+                                                  default_tuning, fault)
+                                        key = run.key
+                                        if key in runs:
+                                            old = runs[key]
+                                            run = Run(system, level, tuning, variant, wl, rate, rep,
+                                                      tuple(sorted(set(old.experiments) | {exp_id})), default_tuning,
+                                                      fault)
+                                        runs[key] = run
     out = sorted(runs.values(), key=lambda r: r.key)
     _check_fanout(out, doc, scale_name, path)
     return out

@@ -9,6 +9,7 @@
 # shuffle them inside it (workloads/plan.py); workloads/run.py starts, reuses and replaces the cluster. A failed
 # run is recorded as failed and the rest go on; `python -m workloads.run --clusters data/runs/<testbed>/clusters
 # --forget-failed data/runs/<testbed>/status` makes the next call retry exactly the failed runs.
+import dataclasses as _wl_dc
 import json
 import sys as _wl_sys
 
@@ -30,7 +31,19 @@ except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
 
-WL_BY_KEY = {r.key: r for r in WL_RUNS}
+# the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
+# scale's own runs; its fault runs that `all` does not run are only in this target's DAG
+try:
+    WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=["E000-FAULT"],
+                                    repetitions=config["workloads"]["repetitions"])
+except _wl_plan.PlanError as _wl_error:
+    print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
+    _wl_sys.exit(1)
+WL_BY_KEY = {r.key: r for r in WL_FAULT_RUNS}
+for _wl_r in WL_RUNS:  # a run of both: it belongs to the experiments of both
+    _wl_o = WL_BY_KEY.get(_wl_r.key)
+    WL_BY_KEY[_wl_r.key] = _wl_r if _wl_o is None else _wl_dc.replace(
+        _wl_r, experiments=tuple(sorted(set(_wl_o.experiments) | set(_wl_r.experiments))))
 # the cells' bounds (workloads/guard.py) and the systems' disk-space settings the disk estimate needs
 WL_LIMITS = json.dumps({**config["workloads"]["limits"],
                         "_storage": {"kafka": config["systems"]["kafka"]["storage"],
@@ -40,7 +53,7 @@ if workflow.is_main_process:
     # jobs inherit the mark: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that
     # stops the cluster once this Snakemake process is gone without having stopped it (SIGKILL, OOM kill, a hang)
     _wl_watch.mark_owner()
-WL_PRIORITY = _wl_plan.priorities(WL_RUNS, config["workloads"]["seed"])
+WL_PRIORITY = _wl_plan.priorities(list(WL_BY_KEY.values()), config["workloads"]["seed"])
 WL_RUNS_DIR = f"data/runs/{WL_TESTBED}"
 WL_STATUS = [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_RUNS]
 WL_SUMMARY = f"{WL_RUNS_DIR}/benchmarks.json"
@@ -87,6 +100,7 @@ rule benchmark_run:
         f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
     wildcard_constraints:
         system="kafka|pulsar",
+        workload=r"(?![^/]*--(?:" + "|".join(_wl_plan.FAULTS) + r")/)[^/]+",  # not a fault run's
         rep=r"\d+",
     params:
         result=lambda wc: f"data/raw/{WL_TESTBED}/{_wl_run(wc).key}.json",
@@ -108,6 +122,51 @@ rule benchmark_run:
         "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver}"
         " {params.args} {params.testbed_args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
+
+
+rule fault_run:
+    """One fault cell (issue 15, workloads/faultrun.py): a fresh cluster, traffic, the fault, the restart, the verdict."""
+    input:
+        prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
+        workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
+        driver=_wl_driver_file,
+        experiments=WL_FILE,
+    output:
+        status=f"{WL_RUNS_DIR}/status/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.json",
+    log:
+        f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
+    wildcard_constraints:
+        system="kafka|pulsar",
+        workload=r"[^/]+--(?:" + "|".join(_wl_plan.FAULTS) + r")",
+        rep=r"\d+",
+    params:
+        result=lambda wc: f"data/raw/{WL_TESTBED}/{_wl_run(wc).key}.json",
+        args=lambda wc: (
+            lambda r: f"--system {r.system} --level {r.level} --tuning {r.tuning} --workload {r.base_workload}"
+            f" --fault {r.fault} --rep {r.rep} --default-tuning {r.default_tuning}"
+            f" --in-experiments {','.join(r.experiments)}"
+        )(_wl_run(wc)),
+        clusters=f"{WL_RUNS_DIR}/clusters",
+        testbed=WL_TESTBED,
+        scale=WL_SCALE,
+        seed=config["workloads"]["seed"],
+        limits=WL_LIMITS,
+    priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
+    resources:
+        cluster=1,
+    shell:
+        "python -m workloads.faultrun --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
+        " --experiments {input.experiments} --driver {input.driver} --seed {params.seed}"
+        " {params.args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
+
+
+rule faults:
+    """The fault study's whole grid, E000-FAULT (every fault x every level of both systems; the scale's fault
+    repetitions): `snakemake --profile local faults`. Its summary: data/runs/<testbed>/experiments/E000-FAULT.json."""
+    input:
+        f"{WL_RUNS_DIR}/experiments/E000-FAULT.json",
+        # then its figure and tables (analysis/faults.smk, included after this file)
+        lambda wc: globals().get("AN_FAULT_OUTPUTS", []),
 
 
 rule benchmarks:
@@ -135,7 +194,7 @@ rule benchmarks:
 rule experiment:
     """One experiment's runs (e.g. `snakemake --profile local data/runs/local/experiments/E000-LAT1.json`)."""
     input:
-        lambda wc: [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_RUNS if wc.exp in r.experiments]
+        lambda wc: [f"{WL_RUNS_DIR}/status/{r.key}.json" for r in WL_BY_KEY.values() if wc.exp in r.experiments]
         or [f"unknown-experiment/{wc.exp}"],
     output:
         f"{WL_RUNS_DIR}/experiments/{{exp}}.json",

@@ -198,7 +198,7 @@ class Clusters:
                     c.is_dir() and c.name != "logs" for nd in (d / "nodes").iterdir() if nd.is_dir() for c in nd.iterdir()):
                 self._purge(d, log)
 
-    def ensure(self, run: plan.Run, log: Path, need_bytes: float = 0.0) -> Path:
+    def ensure(self, run: plan.Run, log: Path, need_bytes: float = 0.0, up_args: tuple[str, ...] = ()) -> Path:
         cur = self.read()
         if (cur and cur["key"] == run.cluster_key and cur.get("inventory") == self.inventory
                 and self.running(cur["dir"], cur.get("inventory"))):
@@ -219,7 +219,8 @@ class Clusters:
         rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
         scale.write_atomic(self.current, json.dumps({"key": run.cluster_key, "dir": str(rundir), "since": now(),
                                                      "inventory": self.inventory}))
-        res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), log=log,
+        res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), *up_args,
+                          log=log,
                           timeout=self.limits["systems_timeout_seconds"], inventory=self.inventory)
         if res.returncode != 0:
             self.down(log, failed=True)

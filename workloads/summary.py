@@ -34,6 +34,20 @@ def summarise(status_dir: Path, experiment: str | None = None) -> dict:
     for r in failed:
         reasons[r.get("reason", "error")] = reasons.get(r.get("reason", "error"), 0) + 1
     peak = max((r.get("diskPeakUsedBytes") or 0 for r in runs), default=0)
+    # fault runs (workloads/faultrun.py): their losses are the measurement, not a fault of the harness; what a scale
+    # expects of some of them (faults.expect: zero / some lost) is checked here
+    faults, unmet = [], []
+    for r in runs:
+        if r.get("fault") is None and "faultPlan" not in r:
+            continue
+        f = r.get("fault") if isinstance(r.get("fault"), dict) else {}
+        row = {"run": r.get("run"), "status": r.get("status"), "type": f.get("type") or (r.get("faultPlan") or {}).get("type"),
+               "lost": f.get("lost"), "acknowledged": f.get("acknowledged"), "expect": r.get("faultExpect")}
+        faults.append(row)
+        exp = r.get("faultExpect")
+        if exp and r.get("status") == "ok" and not ((exp == "zero" and f.get("lost") == 0)
+                                                     or (exp == "some" and (f.get("lost") or 0) > 0)):
+            unmet.append(row)
     return {
         "runs": len(runs), "ok": len(runs) - len(failed), "failed": len(failed), "failedBy": reasons,
         "suspect": len(suspect), "withWarnings": len(late),
@@ -44,6 +58,7 @@ def summarise(status_dir: Path, experiment: str | None = None) -> dict:
         "suspects": [{"run": r.get("run"), "reasons": r["validity"]["reasons"]} for r in suspect],
         "warnings": [{"run": r.get("run"), "warnings": r["warnings"]} for r in late],
         "results": [r["result"] for r in runs if r.get("status") == "ok"],
+        "faultRuns": faults, "faultExpectationsUnmet": unmet,
     }
 
 
@@ -61,7 +76,13 @@ def check(path: Path) -> int:
               f"{' '.join(f['error'])} (log {f['log']})")
     for w in s.get("warnings", []):
         print(f"  warning: {w['run']}: {'; '.join(w['warnings'])}")
-    return 0 if s["runs"] > 0 and s["failed"] == 0 and s["lostMessages"] == 0 and s["duplicatedMessages"] == 0 else 1
+    for f in s.get("faultRuns", []):
+        print(f"  fault run: {f['run']}: {f['type']}, {f['lost']} lost of {f['acknowledged']} acknowledged"
+              + (f" (expected: {f['expect']} lost)" if f.get("expect") else ""))
+    for f in s.get("faultExpectationsUnmet", []):
+        print(f"  fault expectation not met: {f['run']}: {f['lost']} lost, expected {f['expect']}")
+    return 0 if (s["runs"] > 0 and s["failed"] == 0 and s["lostMessages"] == 0 and s["duplicatedMessages"] == 0
+                 and not s.get("faultExpectationsUnmet")) else 1
 
 
 def main(argv=None) -> int:

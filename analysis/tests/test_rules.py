@@ -36,6 +36,7 @@ def test_dry_run_has_one_rule_per_figure(tmp_path, mirror):
     for fid in ("maxtput", "latency_e2e_10sub", "fsync_probe", "catchup_rate"):
         assert f"analysis_figure_{fid}" in out
     assert "analysis_published" in out and "analysis_tables" in out
+    assert "analysis_faults" in out  # the fault study (analysis/faults.smk) is part of `all`, with or without fault runs
 
 
 @pytest.mark.slow

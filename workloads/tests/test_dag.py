@@ -30,6 +30,9 @@ def configfile(tmp_path, experiments_file):
         (lambda d: d["experiments"]["E000-LAT1"]["workloads"].append("1-topic-3-partitions-2kb"), "unknown workload '1-topic-3-partitions-2kb'"),
         (lambda d: d["experiments"]["E000-MT4"].__setitem__("systems", ["kafka", "redpanda"]), "unknown system 'redpanda'"),
         (lambda d: d["experiments"]["E000-MT4"].__setitem__("levels", ["L1", "L5"]), "unknown level 'L5'"),
+        (lambda d: d["experiments"]["E000-FAULTCI"].update(systems=["kafka"], levels=["L1"], faults=["kill-bookie"],
+                                                           fault_cells=[{"faults": ["kill-bookie"], "levels": ["L1"]}]),
+         "experiments.E000-FAULTCI.faults: kafka does not support fault 'kill-bookie'"),
     ],
 )
 def test_unknown_name_fails_at_dag_construction(tmp_path, edit, expected):
@@ -50,3 +53,4 @@ def test_dry_run_lists_every_run_of_the_scale(tmp_path):
     assert "benchmark_run" in out and "benchmarks" in out
     counts = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines() if len(ln.split()) == 2 and ln.split()[1].isdigit()}
     assert counts.get("benchmark_run") == 8  # ci: 2 systems x 2 levels x 2 workloads x 1 repetition
+    assert counts.get("fault_run") == 2  # ci: Kafka L1 power-loss, Pulsar L4-bypass crash-all (E000-FAULTCI)

@@ -79,17 +79,23 @@ def test_expand_dedups_shared_runs_and_skips_levels_a_system_lacks():
 
 
 def test_ci_scale_is_the_small_subset():
-    runs = plan.expand(plan.load(), CATALOG, "ci")
+    all_runs = plan.expand(plan.load(), CATALOG, "ci")
+    runs = [r for r in all_runs if r.fault is None]
     assert {r.system for r in runs} == {"kafka", "pulsar"}
     assert {r.level for r in runs} == {"L1", "L4"}
     assert len({r.base_workload for r in runs}) == 2
-    assert all(r.rep == 1 for r in runs)
+    assert all(r.rep == 1 for r in all_runs)
+    # and one fault run per system (issue 15): Kafka L1 power-loss, Pulsar L4-bypass crash-all
+    assert sorted((r.system, r.level, r.fault) for r in all_runs if r.fault) == [
+        ("kafka", "L1", "power-loss"), ("pulsar", "L4-bypass", "crash-all")]
 
 
 def test_local_scale_covers_every_study_000_test_at_its_levels():
     doc = plan.load()
     runs = plan.expand(doc, CATALOG, "local")
-    s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000"}
+    # the fault study (issue 15) runs its claim cells here (E000-FAULTCLAIM); its whole grid is the `faults` target
+    # and E000-FAULTCI is the ci's
+    s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000" and "faults" not in x} | {"E000-FAULTCLAIM"}
     named = set(doc["scales"]["local"]["experiments"])
     # every study-000 test, and exactly the experiments the scale names (studies 002 and 004 in part,
     # study 003's fan-out ladder: E003-BASE on both systems; E003-SHARED is Pulsar-only and left to aws)

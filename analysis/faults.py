@@ -1,0 +1,428 @@
+"""The fault study (issue 15): acknowledged messages lost per durability level x fault, figure, tables, claims.
+
+python -m analysis.faults --raw data/raw --testbed local --tables paper/tables --figures paper/figures \
+    --derived data/derived [--png-scale 2] [--suspect mark|exclude]
+
+Reads every result file under raw/<testbed>/<system>/<level>[+<tuning>]/<workload>/rep-<n>.json whose
+`x-streambench.fault` object exists (the verifier's verdict of one fault run; runner/RESULT-FORMAT.md), labels it
+from its path (analysis.labels: system, level, repetition) and writes
+- data/derived/faults.parquet and paper/tables/faults-runs.csv: one row per fault run, every testbed;
+- paper/tables/faults.{csv,md}: this testbed's grid, system x level x fault: runs, median and range (min-max) over
+  repetitions of acknowledged messages lost and of the lost fraction, runs with a loss, duplicates, unavailability,
+  recovery; a cell without a run is "not run", kill-bookie on a system without bookies is "n/a";
+- paper/tables/faults-claims.{csv,md}: the durability levels' definitions (studies.md §000.2) tested on this
+  testbed's runs, one row per claim and system, with the counts behind each verdict;
+- paper/figures/faults-lost.{svg,png,pdf,json}.
+No fault result at all (a profile without fault runs) gives empty tables, "not tested" verdicts and a figure
+that says so; a corrupt fault object stops with one line naming the file and the field.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from . import InputError
+from .figures import save_chart
+from .labels import parse_raw_path
+from .report import to_csv, to_md, write_text_atomic
+
+FIGURE_IDS = ["faults-lost"]
+TABLE_IDS = ["faults", "faults-claims"]
+FAULTS = ["kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"]
+# the levels each system runs (systems/durability.yaml); a system found in the data but not here gets its own levels
+SYSTEM_LEVELS = {"kafka": ["L1", "L2", "L3", "L4"], "pulsar": ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]}
+LEVEL_ORDER = ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
+# faults that exist only where a system has the component they strike
+FAULT_SYSTEMS = {"kill-bookie": {"pulsar"}}
+# level -> (replication ack, local durability), studies.md §000.2 / systems/durability.yaml
+LEVEL_MODES = {"L1": ("ack-2", "sync"), "L2": ("ack-2", "async"), "L2-bypass": ("ack-2", "async (journal bypass)"),
+               "L3": ("ack-1", "sync"), "L4": ("ack-1", "async"), "L4-bypass": ("ack-1", "async (journal bypass)")}
+FAULT_SUFFIXES = tuple(f"--{f}" for f in FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
+_FAULT_KEY = re.compile(rb'"fault"\s*:')
+COUNT_KEYS = ["acknowledged", "lost", "duplicated", "reordered", "unacknowledgedPresent", "publishErrors", "read"]
+TIME_KEYS = ["strikeAtSeconds", "downSeconds"]
+NULLABLE_MS_KEYS = ["unavailableMs", "recoveryMs"]
+FAULT_KEYS = ["type", *TIME_KEYS, "seed", "targets", *COUNT_KEYS[:6], *NULLABLE_MS_KEYS, "read"]
+
+RUN_SCHEMA = {
+    "testbed": pl.Utf8, "suspect": pl.Boolean, "system": pl.Utf8, "level": pl.Utf8, "ack": pl.Utf8, "local": pl.Utf8,
+    "tuning": pl.Utf8, "workload": pl.Utf8, "fault": pl.Utf8, "repetition": pl.Int64, "seed": pl.Int64,
+    "strike_at_s": pl.Float64, "down_s": pl.Float64, "targets": pl.Utf8, "acknowledged": pl.Int64, "lost": pl.Int64,
+    "lost_fraction": pl.Float64, "duplicated": pl.Int64, "reordered": pl.Int64, "unacknowledged_present": pl.Int64,
+    "publish_errors": pl.Int64, "unavailable_ms": pl.Float64, "recovery_ms": pl.Float64, "read": pl.Int64,
+    "file": pl.Utf8,
+}
+RUN_COLS = list(RUN_SCHEMA)
+CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "runs", "runs_with_loss",
+             "acknowledged_median", "lost_median", "lost_min", "lost_max", "lost_total", "acknowledged_total",
+             "lost_fraction_median",
+             "lost_fraction_max", "duplicated_median", "reordered_median", "unacknowledged_present_median",
+             "publish_errors_median", "unavailable_ms_median", "recovery_ms_median"]
+CLAIM_COLS = ["claim_id", "claim", "system", "cells", "cells_run", "runs", "runs_with_loss", "lost_total",
+              "acknowledged_total", "verdict", "evidence"]
+MD_CLAIM_COLS = ["claim_id", "claim", "system", "runs", "runs_with_loss", "lost_total", "verdict", "evidence"]
+# relative column widths of the paper's tables (pandoc reads them from the dashes of a pipe table's separator line)
+MD_CLAIM_WIDTHS = [5, 15, 5, 4, 5, 6, 9, 27]
+MD_GRID_WIDTHS = [5, 7, 4, 8, 10, 10, 10, 10, 10]
+
+
+# --------------------------------------------------------------------------------------------------- reading
+
+
+def _count(path, key, v):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise InputError(path, f"x-streambench.fault.{key}", f"not a non-negative integer: {v!r}")
+    return v
+
+
+def _seconds(path, key, v, nullable=False):
+    if v is None and nullable:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise InputError(path, f"x-streambench.fault.{key}", f"not a non-negative finite number: {v!r}")
+    return float(v)
+
+
+def check_fault(path, f, system: str) -> dict:
+    """The fault object of one result file, checked; every problem is an InputError naming the file and field."""
+    if not isinstance(f, dict):
+        raise InputError(path, "x-streambench.fault", f"not an object: {type(f).__name__}")
+    for k in FAULT_KEYS:
+        if k not in f:
+            raise InputError(path, f"x-streambench.fault.{k}", "missing")
+    if f["type"] not in FAULTS:
+        raise InputError(path, "x-streambench.fault.type", f"{f['type']!r} is not one of {', '.join(FAULTS)}")
+    if f["type"] in FAULT_SYSTEMS and system not in FAULT_SYSTEMS[f["type"]]:
+        raise InputError(path, "x-streambench.fault.type", f"{f['type']} does not exist for {system}")
+    out = {"type": f["type"]}
+    for k in TIME_KEYS:
+        out[k] = _seconds(path, k, f[k])
+    for k in NULLABLE_MS_KEYS:
+        out[k] = _seconds(path, k, f[k], nullable=True)
+    for k in COUNT_KEYS:
+        out[k] = _count(path, k, f[k])
+    if isinstance(f["seed"], bool) or not isinstance(f["seed"], int):
+        raise InputError(path, "x-streambench.fault.seed", f"not an integer: {f['seed']!r}")
+    out["seed"] = f["seed"]
+    t = f["targets"]
+    if not isinstance(t, list) or not t or not all(isinstance(x, str) and x for x in t):
+        raise InputError(path, "x-streambench.fault.targets", f"not a non-empty list of node names: {t!r}")
+    out["targets"] = t
+    if out["lost"] > out["acknowledged"]:
+        raise InputError(path, "x-streambench.fault.lost",
+                         f"{out['lost']} lost of {out['acknowledged']} acknowledged (more than were acknowledged)")
+    return out
+
+
+def _level_dir(lab: dict) -> str:
+    return lab["level"] + ("-bypass" if lab["local_durability"] == "bypass" else "")
+
+
+def read_runs(raw: Path, suspect: str = "mark") -> pl.DataFrame:
+    """One row per fault result file under raw/ (every testbed); files without `x-streambench.fault` are skipped.
+    Runs judged suspect by workloads.run keep suspect=True (suspect="mark") or are left out ("exclude")."""
+    rows = []
+    if raw.is_dir():
+        for p in sorted(raw.glob("*/*/*/*/rep-*.json")):
+            rel = str(p.relative_to(raw))
+            if rel.split("/")[1] == "probes":
+                continue
+            named = rel.split("/")[3].endswith(FAULT_SUFFIXES)  # workloads.plan: a fault run's workload id
+            try:
+                data = p.read_bytes()
+                if not named and not _FAULT_KEY.search(data):
+                    continue  # a benchmark's result (often megabytes of histograms): not parsed here
+                doc = json.loads(data)
+            except (OSError, ValueError) as e:
+                raise InputError(p, "(file)", f"not readable as JSON: {e}") from None
+            x = doc.get("x-streambench") if isinstance(doc, dict) else None
+            if not isinstance(x, dict) or "fault" not in x:
+                if named:
+                    raise InputError(p, "x-streambench.fault", "missing in a fault run's result (its workload id "
+                                     f"ends with --<fault>)")
+                continue
+            try:
+                lab = parse_raw_path(rel)
+            except InputError as e:
+                raise InputError(p, e.field, e.problem) from None
+            f = check_fault(p, x["fault"], lab["system"])
+            is_suspect = ((x.get("testbedHost") or {}).get("validity") or {}).get("status") == "suspect"
+            if is_suspect and suspect == "exclude":
+                continue
+            level = _level_dir(lab)
+            ack, local = LEVEL_MODES[level]
+            rows.append({
+                "testbed": lab["testbed"], "suspect": is_suspect, "system": lab["system"], "level": level, "ack": ack,
+                "local": local, "tuning": lab["tuning"] or "", "workload": lab["workload_file"], "fault": f["type"],
+                "repetition": lab["repetition"], "seed": f["seed"], "strike_at_s": f["strikeAtSeconds"],
+                "down_s": f["downSeconds"], "targets": " ".join(f["targets"]), "acknowledged": f["acknowledged"],
+                "lost": f["lost"], "lost_fraction": f["lost"] / f["acknowledged"] if f["acknowledged"] else None,
+                "duplicated": f["duplicated"], "reordered": f["reordered"],
+                "unacknowledged_present": f["unacknowledgedPresent"], "publish_errors": f["publishErrors"],
+                "unavailable_ms": f["unavailableMs"], "recovery_ms": f["recoveryMs"], "read": f["read"],
+                "file": str(p)})
+    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
+
+
+# --------------------------------------------------------------------------------------------------- the grid
+
+
+def grid(runs: pl.DataFrame) -> list[tuple[str, str, str, bool]]:
+    """Every (system, level, fault, applicable) cell of the study: both systems at every level, every fault,
+    plus any system or level found in the data."""
+    levels = {s: list(ls) for s, ls in SYSTEM_LEVELS.items()}
+    for s, lv in runs.select("system", "level").unique().sort(["system", "level"]).iter_rows():
+        levels.setdefault(s, [])
+        if lv not in levels[s]:
+            levels[s].append(lv)
+    cells = []
+    for s in sorted(levels):
+        for lv in sorted(levels[s], key=LEVEL_ORDER.index):
+            for f in FAULTS:
+                cells.append((s, lv, f, s in FAULT_SYSTEMS.get(f, {s})))
+    return cells
+
+
+def cells(runs: pl.DataFrame, testbed: str) -> list[dict]:
+    """One row per cell of the grid on `testbed`: median and range over repetitions, or status 'not run' / 'n/a'."""
+    mine = runs.filter(pl.col("testbed") == testbed)
+    agg = {}
+    if not mine.is_empty():
+        g = mine.group_by(["system", "level", "fault"]).agg(
+            pl.len().alias("runs"), (pl.col("lost") > 0).sum().alias("runs_with_loss"),
+            pl.col("acknowledged").median().alias("acknowledged_median"),
+            pl.col("lost").median().alias("lost_median"), pl.col("lost").min().alias("lost_min"),
+            pl.col("lost").max().alias("lost_max"), pl.col("lost").sum().alias("lost_total"),
+            pl.col("acknowledged").sum().alias("acknowledged_total"),
+            pl.col("lost_fraction").median().alias("lost_fraction_median"),
+            pl.col("lost_fraction").max().alias("lost_fraction_max"),
+            pl.col("duplicated").median().alias("duplicated_median"),
+            pl.col("reordered").median().alias("reordered_median"),
+            pl.col("unacknowledged_present").median().alias("unacknowledged_present_median"),
+            pl.col("publish_errors").median().alias("publish_errors_median"),
+            pl.col("unavailable_ms").median().alias("unavailable_ms_median"),
+            pl.col("recovery_ms").median().alias("recovery_ms_median"))
+        agg = {(r["system"], r["level"], r["fault"]): r for r in g.to_dicts()}
+    out = []
+    for s, lv, f, applicable in grid(runs):
+        ack, local = LEVEL_MODES[lv]
+        row = {"testbed": testbed, "system": s, "level": lv, "ack": ack, "local": local, "fault": f, "runs": 0}
+        if (s, lv, f) in agg:
+            row.update(agg[(s, lv, f)], status="run")
+        else:
+            row["status"] = "not run" if applicable else "n/a"
+        out.append(row)
+    return out
+
+
+def to_md_widths(cols, rows, widths) -> str:
+    """report.to_md with relative column widths: long cells (claims, evidence) wrap in their own wide column."""
+    lines = to_md(cols, rows).split("\n")
+    lines[1] = "|" + "|".join("-" * (3 * w) for w in widths) + "|"
+    return "\n".join(lines)
+
+
+def cell_text(c: dict) -> str:
+    """The paper's cell: median lost (range over repetitions), n runs; or 'not run' / 'n/a'."""
+    if c["status"] != "run":
+        return c["status"]
+    med = c["lost_median"]
+    med = f"{med:.0f}" if med == int(med) else f"{med:.1f}"
+    return f"{med} ({c['lost_min']}–{c['lost_max']}), n={c['runs']}"
+
+
+def wide_table(cl: list[dict]) -> tuple[list[str], list[dict]]:
+    """system x level rows, one column per fault (the paper's table)."""
+    rows = {}
+    for c in cl:
+        key = (c["system"], c["level"])
+        r = rows.setdefault(key, {"system": c["system"], "level": c["level"], "ack": c["ack"], "local": c["local"]})
+        r[c["fault"]] = cell_text(c)
+    return ["system", "level", "ack", "local", *FAULTS], list(rows.values())
+
+
+# --------------------------------------------------------------------------------------------------- claims
+
+
+def _universal(cid, text, system, cl):
+    """'<cells> lose nothing': refuted by one loss; supported only when every cell has runs; else not tested."""
+    run = [c for c in cl if c["status"] == "run"]
+    n = sum(c["runs"] for c in run)
+    lossy = [c for c in run if c["runs_with_loss"]]
+    missing = [c for c in cl if c["status"] == "not run"]
+    row = _counts(cid, text, system, cl, run)
+    if lossy:
+        row["verdict"] = "refuted"
+        row["evidence"] = "lost in " + "; ".join(
+            f"{c['level']} {c['fault']}: {c['runs_with_loss']} of {c['runs']} runs, up to {c['lost_max']}" for c in lossy)
+    elif not run:
+        row["verdict"] = "not tested"
+        row["evidence"] = f"none of the {len(cl)} cells run"
+    elif missing:
+        row["verdict"] = "not tested"
+        row["evidence"] = (f"0 lost in {n} runs of {len(run)} cells; {len(missing)} not run: "
+                           + ", ".join(f"{c['level']} {c['fault']}" for c in missing))
+    else:
+        row["verdict"] = "supported"
+        row["evidence"] = f"0 lost in {n} runs of all {len(run)} cells"
+    return row
+
+
+def _existential(cid, text, system, cl):
+    """'<cells> can lose': supported by one observed loss; otherwise 'not observed in N runs' (never refuted);
+    not tested when no cell has a run."""
+    run = [c for c in cl if c["status"] == "run"]
+    n = sum(c["runs"] for c in run)
+    lossy = [c for c in run if c["runs_with_loss"]]
+    missing = [c for c in cl if c["status"] == "not run"]
+    row = _counts(cid, text, system, cl, run)
+    tail = f"; {len(missing)} cells not run: " + ", ".join(f"{c['level']} {c['fault']}" for c in missing) if missing else ""
+    if lossy:
+        row["verdict"] = "supported"
+        row["evidence"] = "lost in " + "; ".join(
+            f"{c['level']} {c['fault']}: {c['runs_with_loss']} of {c['runs']} runs, up to {c['lost_max']}"
+            for c in lossy) + tail
+    elif not run:
+        row["verdict"] = "not tested"
+        row["evidence"] = f"none of the {len(cl)} cells run"
+    else:
+        row["verdict"] = f"not observed in {n} runs"
+        row["evidence"] = f"0 lost in {n} runs of {len(run)} cells" + tail
+    return row
+
+
+def _counts(cid, text, system, cl, run):
+    return {"claim_id": cid, "claim": text, "system": system, "cells": len(cl), "cells_run": len(run),
+            "runs": sum(c["runs"] for c in run), "runs_with_loss": sum(c["runs_with_loss"] for c in run),
+            "lost_total": sum(c["lost_total"] for c in run),
+            "acknowledged_total": sum(c["acknowledged_total"] for c in run)}
+
+
+# claim id, text, which cells, universal (loses nothing) or existential (can lose)
+CLAIMS = [
+    ("F1", "L1 loses nothing under any of these faults",
+     lambda c: c["level"] == "L1", _universal),
+    ("F2", "an async-local level can lose acknowledged writes under power-loss",
+     lambda c: c["local"].startswith("async") and c["fault"] == "power-loss", _existential),
+    ("F3", "ack-1 levels can lose acknowledged writes on leader failure",
+     lambda c: c["ack"] == "ack-1" and c["fault"] == "kill-leader", _existential),
+]
+
+
+def claims(cl: list[dict]) -> list[dict]:
+    """One row per claim and system (studies.md §000.2's level definitions, tested on the cells' testbed)."""
+    out = []
+    for cid, text, sel, judge in CLAIMS:
+        for system in sorted({c["system"] for c in cl}):
+            cc = [c for c in cl if c["system"] == system and c["status"] != "n/a" and sel(c)]
+            if not cc:
+                continue
+            out.append(judge(cid, text, system, cc))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- figure
+
+
+def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
+    """Acknowledged messages lost per level (x) x fault (rows) x system (columns), symlog: each run a point, the
+    median a tick, the range over repetitions a rule; 'not run' and 'n/a' written in their cells."""
+    mine = runs.filter(pl.col("testbed") == testbed)
+    pts = [{"layer": "run", "system": r["system"], "level": r["level"], "fault": r["fault"], "lost": r["lost"],
+            "run": "suspect" if r["suspect"] else "run"} for r in mine.iter_rows(named=True)]
+    for c in cl:
+        base = {"system": c["system"], "level": c["level"], "fault": c["fault"]}
+        if c["status"] == "run":
+            pts.append({**base, "layer": "summary", "lost": c["lost_median"], "lo": c["lost_min"], "hi": c["lost_max"]})
+        else:
+            pts.append({**base, "layer": "label", "lost": 0, "label": c["status"]})
+    levels = [lv for lv in LEVEL_ORDER if any(c["level"] == lv for c in cl)]
+    n_runs = len(mine)
+    caption = (f"Acknowledged messages lost per durability level and fault on the {testbed} testbed "
+               f"({n_runs} fault runs): each dot is one run, the tick the median over repetitions, the vertical "
+               "line their range (symmetric-log scale, so 0 stays on the axis). Cells without a run say "
+               "\"not run\"; kill-bookie has no Kafka counterpart (\"n/a\").")
+    alt_text = ("Grid of dot plots, one row per fault (kill-leader, kill-bookie, kill-one, crash-all, power-loss) "
+                "and one column per system, with durability levels on the x axis and acknowledged messages lost "
+                "on a symmetric-log y axis (0, 1, 10, 100 ...); cells that were not run are labelled.")
+    if not pts:
+        return alt.Chart(alt.Data(values=[{"t": "no fault runs"}])).mark_text(size=14).encode(
+            text="t:N").properties(width=420, height=60), caption, alt_text
+    top = max([10, *(r["lost"] for r in mine.iter_rows(named=True))])
+    ticks = [0] + [10 ** k for k in range(1, 10) if 10 ** (k - 1) < top]  # no 1: its label would sit on 0's
+    x = alt.X("level:N", sort=levels, title=None, axis=alt.Axis(labelAngle=-90, labelOverlap=False))
+    scale = alt.Scale(type="symlog", domain=[0, ticks[-1]], nice=False)
+    # labels 1 000 as "1k" (d3's "~s" gave 100 as "0k"); tickCount: the config's 5 thinned the values to every other
+    axis = alt.Axis(values=ticks, tickCount=len(ticks), labelOverlap=False, grid=True,
+                    labelExpr="datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')")
+    y = alt.Y("lost:Q", title="lost", scale=scale, axis=axis)
+    base = alt.Chart().encode(x=x)
+    rng = base.transform_filter(alt.datum.layer == "summary").mark_rule(color="#555").encode(
+        y=alt.Y("lo:Q", title="lost", scale=scale, axis=axis), y2="hi:Q")
+    med = base.transform_filter(alt.datum.layer == "summary").mark_tick(color="black", thickness=2, size=14).encode(y=y)
+    dots = base.transform_filter(alt.datum.layer == "run").mark_circle(size=28, opacity=0.6).encode(
+        y=y, color=alt.Color("run:N", title="run", scale=alt.Scale(domain=["run", "suspect"],
+                                                                   range=["#1f6fb4", "#d9531e"])))
+    labels = base.transform_filter(alt.datum.layer == "label").mark_text(
+        angle=270, align="left", dx=3, color="#888").encode(y=y, text="label:N")
+    chart = alt.layer(rng, med, dots, labels, data=alt.Data(values=pts)).properties(width=200, height=90).facet(
+        row=alt.Row("fault:N", sort=FAULTS, title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        column=alt.Column("system:N", title=None)).resolve_scale(x="independent")
+    return chart, caption, alt_text
+
+
+# --------------------------------------------------------------------------------------------------- main
+
+
+def build(raw: Path, testbed: str, tables: Path, figures_dir: Path, derived: Path | None = None,
+          png_scale: float = 2.0, suspect: str = "mark") -> dict:
+    runs = read_runs(raw, suspect)
+    cl = cells(runs, testbed)
+    cols, wide = wide_table(cl)
+    cr = claims(cl)
+    if derived is not None:
+        derived.mkdir(parents=True, exist_ok=True)
+        tmp = derived / ".faults.parquet.tmp"
+        runs.write_parquet(tmp)
+        tmp.replace(derived / "faults.parquet")
+    write_text_atomic(tables / "faults-runs.csv", to_csv(RUN_COLS, runs.to_dicts()))
+    write_text_atomic(tables / "faults.csv", to_csv(CELL_COLS, cl))
+    write_text_atomic(tables / "faults.md", to_md_widths(cols, wide, MD_GRID_WIDTHS))
+    write_text_atomic(tables / "faults-claims.csv", to_csv(CLAIM_COLS, cr))
+    write_text_atomic(tables / "faults-claims.md", to_md_widths(MD_CLAIM_COLS, cr, MD_CLAIM_WIDTHS))
+    chart, caption, alt_text = figure(runs, cl, testbed)
+    save_chart(chart, "faults-lost", caption, alt_text, figures_dir, png_scale)
+    return {"runs": runs, "cells": cl, "claims": cr}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--raw", type=Path, required=True)
+    ap.add_argument("--testbed", required=True, help="the testbed whose runs make the grid, figure and claims")
+    ap.add_argument("--tables", type=Path, required=True)
+    ap.add_argument("--figures", type=Path, required=True)
+    ap.add_argument("--derived", type=Path)
+    ap.add_argument("--png-scale", type=float, default=2.0)
+    ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
+                    help="runs workloads.run judged suspect: drawn in their own colour, or left out")
+    a = ap.parse_args(argv)
+    try:
+        out = build(a.raw, a.testbed, a.tables, a.figures, a.derived, a.png_scale, a.suspect)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    n = len(out["runs"])
+    print(f"fault runs={n} cells_run={sum(c['status'] == 'run' for c in out['cells'])} "
+          + " ".join(f"{c['claim_id']}:{c['system']}={c['verdict']!r}" for c in out["claims"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,798 @@
+"""Run one fault cell (issue 15): a fresh cluster, keyed traffic at a fixed rate with an audit of every acknowledged
+send, a fault at a seeded time of the measured phase, the restart, then a verifier that reads the whole topic back
+from the beginning and joins it with the audit. The verdict goes into the result file under `x-streambench.fault`.
+
+    python -m workloads.faultrun --clusters data/runs/<tb>/clusters --testbed <tb> --scale <scale> \\
+        --system kafka --level L1 --tuning stock --workload <omb workload> --fault crash-all --rep 1 \\
+        --in-experiments E000-FAULT --driver workloads/drivers/kafka-L1-stock.yaml \\
+        --result data/raw/<tb>/kafka/L1+stock/<workload>--crash-all/rep-1.json --status ... --log ...
+
+Faults (workloads/plan.py FAULTS): kill-leader (the Kafka node leading most partitions of the topic / the Pulsar
+broker owning its bundle), kill-bookie (Pulsar; one bookie drawn from the run's seed), kill-one (one node other than
+the leader, drawn from the seed), crash-all (every server process), power-loss (every server process, then every
+write not fsynced is dropped from the faultfs mounts under the nodes' data directories, systems.faultfs.drop_all).
+Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the nodes start again from their pid
+files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
+
+The strike comes from a hook process (`--hook`) started with the cycle, its imports done, waiting on its stdin: the
+traffic's timer writes one line there at the planned time, so no Python start-up lies between the planned time and
+the kill. A node that is not back (its ports listening) within restartDeadlineSeconds makes the run failed, with the
+node's log tail; the cluster is torn down either way (a fault run never reuses a cluster) and partial results never
+reach data/raw. SIGTERM/SIGINT/SIGHUP: the hook is stopped (TERM, KILL after 5 s), then the cluster.
+
+The verdict (never inferred from rates):
+  acknowledged           sends the cluster acknowledged
+  lost                   acknowledged, not read back
+  duplicated             reads of a message beyond its first
+  reordered              per key: messages read after a message of the same key with a higher sequence number
+  unacknowledgedPresent  read back, but their send failed or was never acknowledged
+  publishErrors          sends that failed (client timeout or error)
+  unavailableMs          per key: its first failed or slow (> slowMs) send after the strike, to the acknowledgement of
+                         its first good send after that; the longest over the keys (0: no send failed or was slow;
+                         null: some key never had a good send again)
+  recoveryMs             strike to the acknowledgement of the first good send made after the restart
+  read                   messages read back (duplicates included)
+"""
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as dt
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+from workloads import plan, scale
+from workloads.run import CellFailure, Clusters, now, tail
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW_MS = 1000.0       # a send acknowledged later than this counts as unavailable
+FLUSH_SECONDS = 45.0   # bound on waiting for the last acknowledgements after the traffic
+READ_SECONDS = 120.0   # bound on reading the topic back
+SETTLE_SECONDS = 3.0   # traffic past the first good send after the restart
+N_KEYS = 64
+
+
+class Audit:
+    """Per-message audit of one run's sends: message i has key i % N_KEYS and sequence i // N_KEYS."""
+
+    PENDING, OK, FAILED = 0, 1, 2
+
+    def __init__(self, n: int):
+        self.sent = [0.0] * n   # intended send time (epoch s)
+        self.done = [0.0] * n   # acknowledgement / failure time (epoch s)
+        self.state = bytearray(n)
+        self.count = 0          # sends made
+
+    def ack(self, i: int, ok: bool) -> None:
+        self.done[i] = time.time()
+        self.state[i] = self.OK if ok else self.FAILED
+
+
+def payload(i: int, size: int) -> bytes:
+    head = f"{i:012d}|".encode()
+    return head + b"x" * max(0, size - len(head))
+
+
+def index_of(value: bytes) -> int | None:
+    try:
+        return int(value[:12])
+    except (TypeError, ValueError):
+        return None
+
+
+def key_of(i: int) -> str:
+    return f"k{i % N_KEYS:03d}"
+
+
+# ----------------------------------------------------------------------------------------------------- the verdict
+def verdict(audit: Audit, read: list[int], strike: float | None, restarted: float | None,
+            slow_ms: float = SLOW_MS) -> dict:
+    """Join what was read back (message indices in the order read, per partition concatenated) with the audit."""
+    n = audit.count
+    acked = {i for i in range(n) if audit.state[i] == Audit.OK}
+    seen: dict[int, int] = {}
+    reordered = 0
+    last_seq: dict[int, int] = {}
+    for i in read:
+        seen[i] = seen.get(i, 0) + 1
+        if seen[i] > 1:
+            continue  # a duplicate is counted as such, not as a reordering
+        k, seq = i % N_KEYS, i // N_KEYS
+        if seq < last_seq.get(k, -1):
+            reordered += 1
+        else:
+            last_seq[k] = seq
+    present = set(seen)
+    out = {
+        "acknowledged": len(acked),
+        "lost": len(acked - present),
+        "duplicated": sum(c - 1 for c in seen.values()),
+        "reordered": reordered,
+        "unacknowledgedPresent": len(present - acked),
+        "publishErrors": sum(1 for i in range(n) if audit.state[i] == Audit.FAILED),
+        "read": len(read),
+        "unavailableMs": None,
+        "recoveryMs": None,
+    }
+    if strike is None:
+        return out
+
+    def bad(i):
+        return audit.state[i] != Audit.OK or (audit.done[i] - audit.sent[i]) * 1000.0 > slow_ms
+
+    # per key (one key, one partition): from its first failed or slow send after the strike to the acknowledgement
+    # of its first good send after that one; the longest over the keys (a fault that stalls only the killed
+    # leader's partitions is measured on those)
+    first_bad: dict[int, float] = {}
+    windows: list[float] = []
+    closed: set[int] = set()
+    for i in range(n):
+        k = i % N_KEYS
+        if k in closed or audit.sent[i] < strike - slow_ms / 1000.0:
+            continue
+        if bad(i):
+            first_bad.setdefault(k, audit.sent[i])
+        elif k in first_bad:
+            windows.append(audit.done[i] - first_bad[k])
+            closed.add(k)
+    if not first_bad:
+        out["unavailableMs"] = 0.0
+    elif len(closed) == len(first_bad):
+        out["unavailableMs"] = round(max(windows) * 1000.0, 1)
+    if restarted is not None:
+        goods = [audit.done[i] for i in range(n) if audit.state[i] == Audit.OK and audit.sent[i] >= restarted]
+        if goods:
+            out["recoveryMs"] = round((min(goods) - strike) * 1000.0, 1)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- the clients
+def _props(text: str | None) -> dict[str, str]:
+    out = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+class KafkaClient:
+    def __init__(self, cluster: dict, driver: dict):
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = cluster["kafka"]["bootstrapServers"]
+        self.driver = driver
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 2})
+        self.nodes_by_id = {n["id"]: n["name"] for n in cluster["nodes"]}
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        fut = self.admin.create_topics([NewTopic(topic, partitions, int(self.driver.get("replicationFactor", 3)),
+                                                 config=_props(self.driver.get("topicConfig")))])
+        fut[topic].result(60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            if md and md.error is None and len(md.partitions) == partitions and all(
+                    p.leader >= 0 for p in md.partitions.values()):
+                return
+            time.sleep(0.3)
+        raise CellFailure("cluster", f"topic {topic}: no leader for every partition after 60 s", "set-up")
+
+    def leader(self, topic: str) -> str:
+        md = self.admin.list_topics(topic, timeout=10).topics[topic]
+        counts: dict[int, int] = {}
+        for p in md.partitions.values():
+            counts[p.leader] = counts.get(p.leader, 0) + 1
+        best = max(sorted(counts), key=lambda b: counts[b])
+        return self.nodes_by_id[best]
+
+    def producer(self):
+        from confluent_kafka import Producer
+
+        conf = {"bootstrap.servers": self.bootstrap, "log_level": 2, "enable.idempotence": False,
+                "message.timeout.ms": 30000, "queue.buffering.max.messages": 1000000}
+        conf.update(_props(self.driver.get("producerConfig")))
+        p = Producer(conf)
+        return _KafkaSend(p)
+
+    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"verify-{uuid.uuid4().hex[:8]}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2})
+        try:
+            high = {}
+            for p in range(partitions):
+                while True:
+                    try:
+                        high[p] = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        break
+                    except Exception:
+                        if time.monotonic() > deadline:
+                            raise CellFailure("timeout", f"verifier: no high watermark of {topic}-{p}", "verify")
+                        time.sleep(0.5)
+            c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+            per: dict[int, list[int]] = {p: [] for p in range(partitions)}
+            pos = {p: 0 for p in range(partitions)}
+            while any(pos[p] < high[p] for p in range(partitions)):
+                if time.monotonic() > deadline:
+                    short = {p: (pos[p], high[p]) for p in range(partitions) if pos[p] < high[p]}
+                    raise CellFailure("timeout", f"verifier: {topic} not read to its end in time: {short}", "verify")
+                for m in c.consume(1000, timeout=1.0):
+                    if m.error():
+                        continue
+                    i = index_of(m.value())
+                    if i is not None:
+                        per[m.partition()].append(i)
+                    pos[m.partition()] = max(pos[m.partition()], m.offset() + 1)
+            return [i for p in range(partitions) for i in per[p]]
+        finally:
+            c.close()
+
+    def close(self) -> None:
+        pass
+
+
+class _KafkaSend:
+    def __init__(self, p):
+        self.p = p
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._poll, daemon=True)
+        self._t.start()
+
+    def _poll(self):
+        while not self._stop.is_set():
+            self.p.poll(0.05)
+
+    def send(self, topic: str, i: int, size: int, audit: Audit) -> None:
+        def cb(err, msg, i=i):
+            audit.ack(i, err is None)
+        while True:
+            try:
+                self.p.produce(topic, payload(i, size), key_of(i).encode(), on_delivery=cb)
+                return
+            except BufferError:
+                time.sleep(0.01)
+
+    def flush(self, seconds: float) -> int:
+        left = self.p.flush(seconds)
+        self._stop.set()
+        self._t.join(5)
+        return left
+
+
+class PulsarClient:
+    def __init__(self, cluster: dict, driver: dict, log: Path):
+        import pulsar
+
+        self.pulsar = pulsar
+        self.http = cluster["pulsar"]["httpUrl"]
+        self.service = cluster["pulsar"]["serviceUrl"]
+        self.namespace = cluster["pulsar"].get("namespace", "public/default")
+        self.driver = driver
+        self.client = pulsar.Client(self.service, operation_timeout_seconds=30, io_threads=2,
+                                    logger=pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log)))
+        self.nodes = cluster["nodes"]
+
+    def topic(self, name: str) -> str:
+        return f"persistent://{self.namespace}/{name}"
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        from systems.pulsar import http
+
+        code, text = http("PUT", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/partitions", partitions)
+        if code not in (200, 204):
+            raise CellFailure("cluster", f"creating topic {topic}: {code} {text[:200]}", "set-up")
+
+    def leader(self, topic: str) -> str:
+        from systems.pulsar import http
+
+        code, text = http("GET", f"{self.http}/lookup/v2/topic/persistent/{self.namespace}/{topic}-partition-0")
+        url = json.loads(text).get("brokerUrl", "") if code == 200 else ""
+        for n in self.nodes:
+            if n["role"] == "broker" and url.endswith(f":{n['ports']['service']}"):
+                return n["name"]
+        return next(n["name"] for n in self.nodes if n["role"] == "broker")  # one broker: it owns every bundle
+
+    def producer(self, topic: str):
+        pc = self.driver.get("producer") or {}
+        p = self.client.create_producer(
+            self.topic(topic), batching_enabled=bool(pc.get("batchingEnabled", True)),
+            batching_max_publish_delay_ms=int(pc.get("batchingMaxPublishDelayMs", 10)),
+            batching_max_allowed_size_in_bytes=int(pc.get("batchingMaxBytes", 1 << 20)),
+            block_if_queue_full=True, max_pending_messages=int(pc.get("pendingQueueSize", 10000)),
+            send_timeout_millis=30000)
+        return _PulsarSend(p, self.pulsar)
+
+    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+        out: list[int] = []
+        for p in range(partitions):
+            t = self.topic(f"{topic}-partition-{p}")
+            while True:
+                try:
+                    r = self.client.create_reader(t, self.pulsar.MessageId.earliest)
+                    break
+                except Exception as exc:
+                    if time.monotonic() > deadline:
+                        raise CellFailure("timeout", f"verifier: no reader on {t}: {exc}", "verify") from None
+                    time.sleep(1)
+            try:
+                while True:
+                    if time.monotonic() > deadline:
+                        raise CellFailure("timeout", f"verifier: {t} not read to its end in time", "verify")
+                    try:
+                        if not r.has_message_available():
+                            break
+                        m = r.read_next(timeout_millis=10000)
+                    except Exception:
+                        time.sleep(0.5)
+                        continue
+                    i = index_of(m.data())
+                    if i is not None:
+                        out.append(i)
+            finally:
+                r.close()
+        return out
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _PulsarSend:
+    def __init__(self, p, pulsar):
+        self.p, self.ok = p, pulsar.Result.Ok
+        self.topic = None
+
+    def send(self, topic: str, i: int, size: int, audit: Audit) -> None:
+        def cb(res, msg_id, i=i):
+            audit.ack(i, res == self.ok)
+        try:
+            self.p.send_async(payload(i, size), cb, partition_key=key_of(i))
+        except Exception:
+            audit.ack(i, False)
+
+    def flush(self, seconds: float) -> int:
+        t = threading.Thread(target=self._flush, daemon=True)
+        t.start()
+        t.join(seconds)
+        return 1 if t.is_alive() else 0
+
+    def _flush(self):
+        try:
+            self.p.flush()
+        except Exception:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------------- targets
+def server_nodes(cluster: dict) -> list[dict]:
+    """Every node of cluster.json is a server process (Kafka's three nodes; Pulsar's ZooKeeper, bookies, broker)."""
+    return list(cluster["nodes"])
+
+
+def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
+    nodes = server_nodes(cluster)
+    if fault == "kill-leader":
+        return [leader]
+    if fault in ("crash-all", "power-loss"):
+        return [n["name"] for n in nodes]
+    if fault == "kill-bookie":
+        pool = [n["name"] for n in nodes if n["role"] == "bookie"]
+    else:  # kill-one
+        pool = [n["name"] for n in nodes if n["name"] != leader]
+    return [sorted(pool)[strike["seed"] % len(pool)]]
+
+
+# ---------------------------------------------------------------------------------------------------------- hook
+def hook_main(rundir: Path, names: list[str], down: float, power_loss: bool, deadline: float) -> int:
+    """Wait for one line on stdin, then kill -9 the named nodes, (power loss: drop unsynced writes), wait `down`
+    seconds, restart them stage by stage and report JSON lines on stdout."""
+    from systems import proc
+
+    drop = None
+    if power_loss:
+        from systems import faultfs  # imported now, not after the strike
+
+        drop = faultfs.drop_all
+    cluster = json.loads((rundir / "cluster.json").read_text())
+    # a node is back when its ports listen (not a bookie's metrics port: the launcher switches that server off)
+    ports = {n["name"]: [p for k, p in n["ports"].items() if k != "metrics"] for n in cluster["nodes"]}
+    recs = {r.node: r for r in proc.read_pid_records(rundir)}
+    missing = [n for n in names if n not in recs]
+
+    def say(**kv):
+        print(json.dumps(kv), flush=True)
+
+    if missing:
+        say(event="failed", node=missing[0], error="no pid file")
+        return 1
+    say(event="ready")
+    if not sys.stdin.readline():
+        return 0  # the traffic ended before the planned time (its process went away)
+    t = time.time()
+    for n in names:
+        try:
+            os.killpg(recs[n].pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    say(event="struck", t=t, targets=names)
+    stop = time.monotonic() + 30
+    while any(recs[n].alive() for n in names) and time.monotonic() < stop:
+        time.sleep(0.02)
+    dropped = None
+    if drop is not None:
+        dropped = drop(rundir)
+        say(event="dropped", t=time.time(), detail=dropped if isinstance(dropped, (dict, list, int)) else str(dropped))
+    time.sleep(max(0.0, t + down - time.time()))
+    restarted = time.time()
+    end = time.monotonic() + deadline
+    logs = {n["name"]: Path(n["log"]) for n in cluster["nodes"]}
+    procs = {}
+
+    def wait_back(group) -> bool:
+        for n in group:
+            while not all(proc.port_listening(p) for p in ports[n]):
+                if procs[n].poll() is not None or time.monotonic() > end:
+                    why = (f"exited with status {procs[n].returncode}" if procs[n].poll() is not None
+                           else f"not back (ports {ports[n]}) {deadline:.0f} s after the restart")
+                    say(event="failed", node=n, error=f"{n} {why}", logTail=proc.tail(logs[n], 40))
+                    return False
+                time.sleep(0.1)
+        return True
+
+    # ZooKeeper first (stop stage 2), then the bookies and the broker together (the broker retries until bookies
+    # are there), as `up` starts them; Kafka's nodes all at once
+    started = []
+    for stage in sorted({recs[n].stop_stage for n in names}, reverse=True):
+        group = [n for n in names if recs[n].stop_stage == stage]
+        for n in group:
+            procs[n] = _restart(rundir, recs[n])
+        started += group
+        say(event="restarted", t=time.time(), nodes=group)
+        if stage >= 2 and not wait_back(group):
+            return 1
+    if not wait_back(started):
+        return 1
+    say(event="back", t=time.time(), restarted=restarted)
+    return 0
+
+
+def _restart(rundir: Path, r):
+    """Start a killed node again as `up` started it (its pid file: command, directory, log, variables)."""
+    from systems import proc
+
+    if not r.cwd:
+        raise RuntimeError(f"{r.node}: its pid file has no start command (cluster started by an older launcher)")
+    env = dict(os.environ)
+    env.update(r.env or {})
+    p, _ = proc.start_process(rundir, r.node, r.cmd, cwd=Path(r.cwd), log=Path(r.log), env=env,
+                              stop_stage=r.stop_stage, env_extra=r.env)
+    return p
+
+
+class Hook:
+    """The hook process and a reader of its event lines."""
+
+    def __init__(self, rundir: Path, names: list[str], down: float, power_loss: bool, deadline: float, log: Path):
+        cmd = [sys.executable, "-m", "workloads.faultrun", "--hook", "--rundir", str(rundir), "--targets",
+               ",".join(names), "--down", str(down), "--restart-deadline", str(deadline)] + (
+                   ["--power-loss"] if power_loss else [])
+        self.log = open(log, "a")
+        self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                  text=True, start_new_session=True)
+        self.events: list[dict] = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            with self.cv:
+                self.events.append(ev)
+                self.cv.notify_all()
+        with self.cv:
+            self.events.append({"event": "exited"})
+            self.cv.notify_all()
+
+    def wait(self, names: tuple[str, ...], timeout: float) -> dict | None:
+        end = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                for ev in self.events:
+                    if ev["event"] in names or ev["event"] in ("failed", "exited"):
+                        return ev
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cv.wait(left)
+
+    def strike(self) -> None:
+        try:
+            self.p.stdin.write("strike\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def first(self, name: str) -> dict | None:
+        return next((e for e in self.events if e["event"] == name), None)
+
+    def stop(self) -> None:
+        """TERM the hook's process group, KILL after 5 s."""
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            if self.p.poll() is not None:
+                break
+            try:
+                os.killpg(self.p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.p.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        self.log.close()
+
+
+# ------------------------------------------------------------------------------------------------------ the cycle
+def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Audit, at: float, strike,
+            recovered=lambda: True) -> float:
+    """Send `rate` msg/s for `seconds` on a fixed schedule; call strike() at `at` seconds (from a timer thread, so a
+    blocked send cannot delay it). Past `seconds`, go on at the same rate until recovered() says the cluster took a
+    send made after the restart (so that recoveryMs is measured), then SETTLE_SECONDS more (so that every key has a
+    good send again: unavailableMs), or until the audit is full. Returns the start epoch."""
+    t0 = time.time()
+    timer = threading.Timer(max(0.0, t0 + at - time.time()), strike)
+    timer.daemon = True
+    timer.start()
+    n = int(rate * seconds)
+    cap = len(audit.sent)
+    tick = 0.01
+    i = 0
+    settled_at = None  # once recovered, SETTLE_SECONDS more, so that every key has a good send again
+
+    def more() -> bool:
+        nonlocal settled_at
+        if i < n:
+            return True
+        if i >= cap:
+            return False
+        if settled_at is None and recovered():
+            settled_at = time.time() + SETTLE_SECONDS
+        return settled_at is None or time.time() < settled_at
+    while more():
+        due = min(cap, int((time.time() - t0) * rate) + 1)
+        while i < due:
+            audit.sent[i] = t0 + i / rate
+            audit.count = i + 1
+            sender.send(topic, i, size, audit)
+            i += 1
+        time.sleep(tick)
+    return t0
+
+
+def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
+            driver: Path, seed: int, experiments: Path = plan.EXPERIMENTS, limits: dict | None = None,
+            inventory: str | None = None) -> dict:
+    doc = plan.load(experiments)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    record = {"run": run.relpath(testbed), "system": run.system, "level": run.level, "tuning": run.tuning_label,
+              "workload": run.workload_id, "baseWorkload": run.base_workload, "fault": run.fault, "rep": run.rep,
+              "experiments": list(run.experiments), "scale": scale_name, "testbed": testbed, "startedAt": now(),
+              "log": str(log)}
+    expect = plan.expectation(doc, scale_name, run)
+    if expect:
+        record["faultExpect"] = expect
+    cl = Clusters(clusters, limits, inventory)
+    hook = None
+    client = None
+    old = {}
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    for s_ in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        try:
+            old[s_] = signal.signal(s_, on_signal)
+        except ValueError:
+            pass
+    phase = "set-up"
+    try:
+        if inventory is not None:
+            raise CellFailure("error", "fault runs on a multi-host testbed are not implemented yet", "set-up")
+        exp_id = next(e for e in run.experiments if "faults" in doc["experiments"][e])
+        timing = plan.fault_timing(doc, scale_name, exp_id)
+        wl = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
+        drv = yaml.safe_load(driver.read_text())
+        rate = int(timing["rate"] or wl["producerRate"])
+        seconds = float(timing["testSeconds"])
+        size = int(wl["messageSize"])
+        partitions = int(wl["partitionsPerTopic"])
+        strike = plan.strike_plan(run, seed, timing)
+        fault = {"type": run.fault, "strikeAtSeconds": strike["strikeAtSeconds"],
+                 "downSeconds": float(timing["downSeconds"]), "seed": strike["seed"], "targets": []}
+        record["faultPlan"] = dict(fault, rateMsgs=rate, testSeconds=seconds)
+        up_args = ("--faults",) + (("--faultfs",) if run.fault == "power-loss" else ())
+        t_up = time.monotonic()
+        rundir = cl.ensure(run, log, 0.0, up_args=up_args)
+        record["clusterUpSeconds"] = round(time.monotonic() - t_up, 1)
+        cluster = json.loads((rundir / "cluster.json").read_text())
+        topic = f"fault-{uuid.uuid4().hex[:10]}"
+        client = KafkaClient(cluster, drv) if run.system == "kafka" else PulsarClient(cluster, drv, log)
+        client.create_topic(topic, partitions)
+        leader = client.leader(topic)
+        fault["targets"] = targets(run.fault, cluster, leader, strike)
+        record["faultPlan"]["targets"] = fault["targets"]
+        hook = Hook(rundir, fault["targets"], fault["downSeconds"], run.fault == "power-loss",
+                    float(timing["restartDeadlineSeconds"]), log)
+        ev = hook.wait(("ready",), 60)
+        if not ev or ev["event"] != "ready":
+            raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")
+        sender = client.producer() if run.system == "kafka" else client.producer(topic)
+        # room for the traffic, and for sending on until the restarted cluster takes a send (or its deadline)
+        audit = Audit(int(rate * (seconds + fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 30)))
+
+        def recovered() -> bool:
+            ev = hook.first("back")
+            if hook.first("failed") or hook.p.poll() is not None and ev is None:
+                return True  # nothing to wait for
+            if ev is None:
+                return False
+            j0 = bisect.bisect_left(audit.sent, ev["restarted"], 0, audit.count)
+            return audit.state.find(Audit.OK, j0, audit.count) >= 0
+        phase = "traffic"
+        t_cycle = time.monotonic()
+        t0 = traffic(sender, topic, rate, seconds, size, audit, fault["strikeAtSeconds"], hook.strike, recovered)
+        t_end = time.time()
+        phase = "restart"
+        back = hook.wait(("back",), fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 60)
+        if back is None or back["event"] != "back":
+            ev = back or {"event": "timeout"}
+            node = ev.get("node", "?")
+            record["logTail"] = ev.get("logTail", "")
+            raise CellFailure("cluster", f"{node} did not come back: {ev.get('error', ev['event'])}", "restart")
+        phase = "flush"
+        left = sender.flush(FLUSH_SECONDS)
+        phase = "verify"
+        t_read = time.monotonic()
+        read = client.read_back(topic, partitions, time.monotonic() + READ_SECONDS)
+        record["cycleSeconds"] = round(time.monotonic() - t_cycle, 1)
+        record["readSeconds"] = round(time.monotonic() - t_read, 1)
+        struck = hook.first("struck")
+        v = verdict(audit, read, struck["t"] if struck else None, back.get("restarted"))
+        fault.update(v)
+        fault["sent"] = audit.count
+        fault["pendingAtEnd"] = sum(1 for i in range(audit.count) if audit.state[i] == Audit.PENDING)
+        res = {
+            "workload": wl.get("name", run.base_workload), "driver": drv.get("name", driver.stem),
+            "x-streambench": {
+                "kind": "fault-run", "run": run.relpath(testbed), "system": run.system, "level": run.level,
+                "tuning": run.tuning, "testbed": testbed, "scale": scale_name, "experiments": list(run.experiments),
+                "workload": {"topic": topic, "partitionsPerTopic": partitions, "messageSize": size, "keys": N_KEYS,
+                             "producerRate": rate, "testDurationSeconds": seconds},
+                "measurementStartTime": dt.datetime.fromtimestamp(t0, dt.timezone.utc).isoformat(),
+                "measurementEndTime": dt.datetime.fromtimestamp(t_end, dt.timezone.utc).isoformat(),
+                "cluster": {k: cluster.get(k) for k in ("system", "version", "level", "tuning", "faults", "requested",
+                                                        "effective", "client", "startedAt", "readySeconds")},
+                "fault": fault,
+                "faultTimeline": {"events": hook.events, "slowMs": SLOW_MS, "unflushedAtEnd": left},
+            },
+        }
+        tmp = result.with_name(result.name + ".tmp")
+        result.parent.mkdir(parents=True, exist_ok=True)
+        scale.write_atomic(tmp, json.dumps(res, indent=2) + "\n")
+        os.replace(tmp, result)
+        record.update(status="ok", result=str(result), fault={k: fault[k] for k in (
+            "type", "targets", "strikeAtSeconds", "acknowledged", "lost", "duplicated", "reordered",
+            "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read")})
+    except (Exception, KeyboardInterrupt) as exc:
+        reason = exc.reason if isinstance(exc, CellFailure) else ("interrupted" if isinstance(exc, KeyboardInterrupt)
+                                                                  else "error")
+        record.update(status="failed", reason=reason, phase=getattr(exc, "phase", None) or phase,
+                      error=f"{type(exc).__name__}: {exc}" if not isinstance(exc, CellFailure) else str(exc))
+        record.setdefault("logTail", tail(log))
+        if isinstance(exc, KeyboardInterrupt):
+            _stop_all(hook, client, cl, log)
+            record["endedAt"] = now()
+            scale.write_atomic(status, json.dumps(record, indent=2) + "\n")
+            raise
+    _stop_all(hook, client, cl, log, failed=record["status"] != "ok")
+    for s_, h in old.items():
+        signal.signal(s_, h)
+    record["endedAt"] = now()
+    scale.write_atomic(status, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def _stop_all(hook, client, cl, log, failed=False) -> None:
+    """The hook first (it may be restarting nodes), then the clients, then the cluster (never reused)."""
+    if hook is not None:
+        hook.stop()
+    if client is not None:
+        try:
+            client.close()
+        except Exception:
+            pass
+    cur = (cl.read() or {}).get("dir")
+    try:
+        cl.down(log, failed=failed)
+    except Exception as exc:
+        with open(log, "a") as fh:
+            fh.write(f"down after the fault run: {exc}\n")
+    if cur:  # `systems down` could not run (e.g. its interpreter broken): stop the nodes from here
+        from systems import cluster as sys_cluster
+        from systems.proc import read_pid_records
+
+        if any(r.alive() for r in read_pid_records(Path(cur))):
+            with open(log, "a") as fh:
+                fh.write(f"{cur}: nodes still running after down; stopping them in-process\n")
+                try:
+                    sys_cluster.down(Path(cur), log=lambda m: fh.write(m + "\n"))
+                except Exception as exc:
+                    fh.write(f"in-process down failed: {exc}\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workloads.faultrun", description=__doc__.splitlines()[0])
+    ap.add_argument("--hook", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rundir", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--targets", help=argparse.SUPPRESS)
+    ap.add_argument("--down", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--power-loss", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--restart-deadline", type=float, default=120, help=argparse.SUPPRESS)
+    ap.add_argument("--clusters")
+    ap.add_argument("--driver")
+    ap.add_argument("--experiments", default=str(plan.EXPERIMENTS))
+    ap.add_argument("--testbed")
+    ap.add_argument("--scale")
+    ap.add_argument("--system")
+    ap.add_argument("--level")
+    ap.add_argument("--tuning")
+    ap.add_argument("--workload")
+    ap.add_argument("--fault")
+    ap.add_argument("--rep", type=int)
+    ap.add_argument("--seed", type=int, default=20201, help="config workloads.seed (when the faults strike)")
+    ap.add_argument("--default-tuning", default="tuned")
+    ap.add_argument("--in-experiments", default="")
+    ap.add_argument("--result")
+    ap.add_argument("--status")
+    ap.add_argument("--log")
+    ap.add_argument("--limits", default="{}")
+    ap.add_argument("--inventory")
+    a = ap.parse_args(argv)
+    if a.hook:
+        return hook_main(a.rundir, a.targets.split(","), a.down, a.power_loss, a.restart_deadline)
+    missing = [k for k in ("clusters", "testbed", "scale", "system", "level", "tuning", "workload", "fault", "rep",
+                           "driver", "result", "status", "log") if getattr(a, k) is None]
+    if missing:
+        ap.error("missing " + ", ".join("--" + m for m in missing))
+    if a.fault not in plan.FAULTS or a.system not in plan.FAULTS[a.fault]:
+        ap.error(f"--fault: {a.fault!r} is not a fault of {a.system} (known: "
+                 f"{', '.join(f for f, s in plan.FAULTS.items() if a.system in s)})")
+    exps = tuple(e for e in a.in_experiments.split(",") if e)
+    run = plan.Run(a.system, a.level, a.tuning, None, a.workload, None, a.rep, exps, a.default_tuning, a.fault)
+    rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), Path(a.clusters), Path(a.log),
+                  Path(a.driver), a.seed, Path(a.experiments), json.loads(a.limits), a.inventory)
+    f = rec.get("fault") or {}
+    print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok"
+                                             else f" ({f.get('lost')} lost of {f.get('acknowledged')} acknowledged)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Fault runs (issue 15): the fault spec in experiments.yaml, the seeded draw, the verifier's verdict, the ci's
+expectations in the run summary (pure logic; the ci profile runs the real fault cells)."""
+import json
+
+import pytest
+import yaml
+
+from workloads import faultrun, plan, summary
+from workloads.faultrun import Audit, verdict
+
+CATALOG = plan.Catalog(
+    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass")},
+    tunings=("stock", "tuned"),
+)
+
+
+def doc_with(tmp_path, mutate):
+    doc = yaml.safe_load(plan.EXPERIMENTS.read_text())
+    mutate(doc)
+    p = tmp_path / "experiments.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def _audit(n, rate=100.0, t0=1000.0, latency=0.005):
+    a = Audit(n)
+    for i in range(n):
+        a.sent[i] = t0 + i / rate
+        a.count = i + 1
+        a.state[i] = Audit.OK
+        a.done[i] = a.sent[i] + latency
+    return a
+
+
+def test_verifier_catches_a_dropped_acknowledged_message():
+    a = _audit(1000)
+    read = list(range(1000))
+    assert verdict(a, read, None, None)["lost"] == 0
+    dropped = 417
+    v = verdict(a, [i for i in read if i != dropped], None, None)
+    assert v["lost"] == 1 and v["acknowledged"] == 1000 and v["read"] == 999
+
+
+def test_verifier_counts_duplicates_reorderings_unacknowledged_and_errors():
+    a = _audit(640)
+    a.state[5] = Audit.FAILED       # failed, yet written: unacknowledged but present
+    a.state[6] = Audit.FAILED       # failed and absent: a publish error, not a loss
+    a.state[7] = Audit.PENDING      # never answered, present
+    read = [i for i in range(640) if i != 6]
+    read += [10, 11]                # read twice
+    k = 3                           # key 3: sequence 2 read before sequence 1
+    i1, i2 = k + 1 * faultrun.N_KEYS, k + 2 * faultrun.N_KEYS
+    p1, p2 = read.index(i1), read.index(i2)
+    read[p1], read[p2] = i2, i1
+    v = verdict(a, read, None, None)
+    assert v["acknowledged"] == 637
+    assert v["lost"] == 0
+    assert v["duplicated"] == 2
+    assert v["reordered"] == 1
+    assert v["unacknowledgedPresent"] == 2
+    assert v["publishErrors"] == 2
+    assert v["read"] == 641
+
+
+def test_unavailability_and_recovery_windows():
+    a = _audit(2000, rate=100.0, t0=0.0)  # 20 s, 100 msg/s, acknowledged in 5 ms
+    strike, restarted = 8.0, 11.0
+    # every send from 8 s on waits until 12.5 s (the cluster is down, then back)
+    for i in range(800, 1250):
+        a.done[i] = 12.5
+    v = verdict(a, list(range(2000)), strike, restarted)
+    # first slow send (8.0 s) -> first good acknowledgement (12.5 s, of a send made after 11.5 s)
+    assert v["unavailableMs"] == pytest.approx((12.5 - 8.0) * 1000, abs=1)
+    assert v["recoveryMs"] == pytest.approx((12.5 - 8.0) * 1000, abs=1)      # strike -> first ack of a later send
+    assert verdict(_audit(2000, t0=0.0), list(range(2000)), strike, restarted)["unavailableMs"] == 0.0
+
+
+def test_shipped_fault_experiments_and_ci_expectations():
+    doc = plan.load()
+    plan.check(doc, CATALOG)
+    grid = plan.expand(doc, CATALOG, "local", only=["E000-FAULT"])
+    # every fault x every level of both systems, kill-bookie only for Pulsar, >= 3 repetitions locally
+    cells = {(r.system, r.level, r.fault) for r in grid}
+    assert len(cells) == 4 * 4 + 6 * 5 and not any(s == "kafka" and f == "kill-bookie" for s, _, f in cells)
+    assert {r.rep for r in grid} == {1, 2, 3}
+    assert {r.rep for r in plan.expand(doc, CATALOG, "aws", only=["E000-FAULT"])} == set(range(1, 11))
+    claims = {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local") if r.fault}
+    assert len(claims) == 20 and claims <= cells
+    ci = [r for r in plan.expand(doc, CATALOG, "ci") if r.fault]
+    assert {plan.expectation(doc, "ci", r) for r in ci} == {"zero", "some"}
+    assert all(r.workload_id.endswith("--" + r.fault) for r in grid)
+    assert len({r.cluster_key for r in grid}) == len(grid)  # a fresh cluster per fault run
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["experiments"]["E000-FAULT"]["faults"].append("unplug"),
+         "experiments.E000-FAULT.faults: unknown fault 'unplug'"),
+        (lambda d: d["experiments"]["E000-FAULT"].update(systems=["kafka"], levels=["L1"], faults=["kill-bookie"]),
+         "experiments.E000-FAULT.faults: kafka does not support fault 'kill-bookie'"),
+        (lambda d: d["scales"]["local"]["faults"].update(strikeAtSeconds=[8, 30]),
+         "scales.local.faults.strikeAtSeconds: the fault at 8-30 s (down 5 s) is outside the measured phase"),
+        (lambda d: d["scales"]["local"]["faults"].update(strikeAtSeconds=[0, 5]),
+         "scales.local.faults.strikeAtSeconds: the fault at 0-5 s"),
+        (lambda d: d["experiments"]["E000-FAULT"].update(strike_at_seconds=[20, 23]),
+         "experiments.E000-FAULT.strike_at_seconds: the fault at 20-23 s"),
+        (lambda d: d["scales"]["ci"]["faults"]["expect"][0].update(level="L9"),
+         "scales.ci.faults.expect.0.level: unknown level 'L9'"),
+        (lambda d: d["scales"]["local"].pop("faults"), "scales.local.faults: missing"),
+    ],
+)
+def test_bad_fault_specs_fail_with_file_and_field(tmp_path, mutate, message):
+    p = doc_with(tmp_path, mutate)
+    with pytest.raises(plan.PlanError) as exc:
+        plan.check(plan.load(p), CATALOG, p)
+    assert str(p) in str(exc.value) and message in str(exc.value)
+
+
+def test_strike_draw_is_seeded_and_inside_its_window():
+    doc = plan.load()
+    timing = plan.fault_timing(doc, "local", "E000-FAULT")
+    runs = plan.expand(doc, CATALOG, "local", only=["E000-FAULT"])
+    draws = [plan.strike_plan(r, 20201, timing) for r in runs]
+    assert draws == [plan.strike_plan(r, 20201, timing) for r in runs]
+    assert all(8 <= d["strikeAtSeconds"] <= 12 for d in draws)
+    assert len({d["strikeAtSeconds"] for d in draws}) > 10
+    assert draws != [plan.strike_plan(r, 1, timing) for r in runs]
+
+
+def test_targets_per_fault():
+    cluster = {"system": "pulsar", "nodes": [{"name": n, "role": r} for n, r in (
+        ("zookeeper", "metadata-store"), ("bookie-1", "bookie"), ("bookie-2", "bookie"), ("bookie-3", "bookie"),
+        ("broker-1", "broker"))]}
+    strike = {"seed": 7}
+    assert faultrun.targets("kill-leader", cluster, "broker-1", strike) == ["broker-1"]
+    assert faultrun.targets("kill-bookie", cluster, "broker-1", strike)[0].startswith("bookie-")
+    assert faultrun.targets("kill-one", cluster, "broker-1", strike) != ["broker-1"]
+    assert len(faultrun.targets("crash-all", cluster, "broker-1", strike)) == 5
+    picks = {faultrun.targets("kill-one", cluster, "broker-1", {"seed": s})[0] for s in range(20)}
+    assert "broker-1" not in picks and len(picks) > 1
+
+
+def _record(tmp_path, name, lost, expect, status="ok"):
+    d = tmp_path / "status"
+    d.mkdir(exist_ok=True)
+    rec = {"run": name, "status": status, "startedAt": "2026-01-01T00:00:00+00:00",
+           "endedAt": "2026-01-01T00:01:00+00:00", "faultExpect": expect, "result": f"{name}.json", "faultPlan": {"type": "crash-all"},
+           "fault": {"type": "crash-all", "lost": lost, "acknowledged": 1000}}
+    (d / f"{name}.json").write_text(json.dumps(rec))
+    return d
+
+
+@pytest.mark.parametrize("kafka_lost, pulsar_lost, rc", [(0, 12, 0), (3, 12, 1), (0, 0, 1)])
+def test_summary_check_fails_when_a_fault_expectation_is_not_met(tmp_path, kafka_lost, pulsar_lost, rc):
+    _record(tmp_path, "kafka-L1", kafka_lost, "zero")
+    d = _record(tmp_path, "pulsar-L4-bypass", pulsar_lost, "some")
+    s = summary.summarise(d)
+    out = tmp_path / "benchmarks.json"
+    out.write_text(json.dumps(s))
+    assert s["lostMessages"] == 0  # a fault run's losses are its measurement, not the harness's
+    assert summary.check(out) == rc
+
+
+def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
+    """The hook process with a real (sleeping) node: ready, then nothing until the line; kill -9, restart, back."""
+    import os
+    import time
+
+    from systems import proc
+
+    rundir = tmp_path / "run"
+    (rundir / "nodes" / "n1" / "logs").mkdir(parents=True)
+    log = rundir / "nodes" / "n1" / "logs" / "node.log"
+    p, rec = proc.start_process(rundir, "n1", ["sleep", "300"], cwd=rundir, log=log, env=dict(os.environ),
+                                env_extra={"X": "1"})
+    (rundir / "cluster.json").write_text(json.dumps({"system": "kafka", "nodes": [
+        {"name": "n1", "role": "broker+controller", "ports": {}, "log": str(log)}]}))
+    hook = faultrun.Hook(rundir, ["n1"], 0.5, False, 10, tmp_path / "hook.log")
+    try:
+        assert hook.wait(("ready",), 30)["event"] == "ready"
+        time.sleep(0.5)
+        assert rec.alive() and hook.first("struck") is None  # nothing happens before the line
+        t = time.time()
+        hook.strike()
+        back = hook.wait(("back",), 30)
+        assert back and back["event"] == "back", hook.events
+        struck = hook.first("struck")
+        assert struck["targets"] == ["n1"] and struck["t"] - t < 0.5
+        assert back["restarted"] - struck["t"] >= 0.5  # down for downSeconds
+        p.wait(5)
+        assert p.returncode == -9  # kill -9
+        new = {r.node: r for r in proc.read_pid_records(rundir)}["n1"]
+        assert new.pid != rec.pid and new.alive() and new.env == {"X": "1"}
+    finally:
+        hook.stop()
+        for r in proc.read_pid_records(rundir):
+            proc.stop_records([r], 5)
+    assert hook.p.poll() is not None
