@@ -4,7 +4,8 @@ controller + segment store) at L1 and L4.
 Each test: `python -m systems up`, check the effective settings read back, produce and consume 10 000 keyed
 messages with the level's client settings and check that all arrive, in order per key; at L4 also kill -9
 one node while the cluster runs; then `down`, and assert that no process and no listening port remains.
-Needs the distributions (`python -m systems prepare kafka|pulsar`); about 5-7 minutes on a loaded 2-core box.
+Needs the distributions (`python -m systems prepare kafka|pulsar|pravega`); about 5-7 minutes on a loaded 2-core box,
+plus about 2 minutes for the two Pravega cases (113 s at load 13-15).
 """
 import json
 import os
