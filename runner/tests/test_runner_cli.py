@@ -149,7 +149,7 @@ def test_bad_pravega_driver_fields_are_one_line_errors_naming_file_and_field(tmp
         assert msg.startswith(f"{f}: field '") and expect in msg, line
     # a real run stops on the same line before anything connects (the controller below does not exist)
     c = tmp_path / "cluster.json"
-    c.write_text(json.dumps({"system": "pravega", "pravega": {"controllerURI": "tcp://127.0.0.1:9"}}))
+    c.write_text(json.dumps({"system": "pravega", "pravega": {"controllerUri": "tcp://127.0.0.1:9"}}))
     out = tmp_path / "r.json"
     p = run("--workload", str(GOOD / "workload.yaml"), "--driver", str(BAD / "driver-pravega-unknown-field.yaml"),
             "--cluster", str(c), "--output", str(out))

@@ -131,11 +131,11 @@ public final class Main {
                 throw new ConfigException(a.cluster, "pulsar.serviceUrl", "missing or not a string (driver " + d.file + " is Pulsar)");
             if (d.type == DriverConfig.Type.PULSAR && !c.at("/pulsar/httpUrl").isTextual())
                 throw new ConfigException(a.cluster, "pulsar.httpUrl", "missing or not a string (driver " + d.file + " is Pulsar)");
-            if (d.type == DriverConfig.Type.PRAVEGA && !c.at("/pravega/controllerURI").isTextual())
-                throw new ConfigException(a.cluster, "pravega.controllerURI", "missing or not a string (driver " + d.file + " is Pravega)");
+            if (d.type == DriverConfig.Type.PRAVEGA && !c.at("/pravega/controllerUri").isTextual())
+                throw new ConfigException(a.cluster, "pravega.controllerUri", "missing or not a string (driver " + d.file + " is Pravega)");
             if (d.type == DriverConfig.Type.PRAVEGA)
-                DriverConfig.checkControllerURI(new Fields(a.cluster, (ObjectNode) c.get("pravega"), "pravega"), "controllerURI",
-                        c.at("/pravega/controllerURI").asText());
+                DriverConfig.checkControllerURI(new Fields(a.cluster, (ObjectNode) c.get("pravega"), "pravega"), "controllerUri",
+                        c.at("/pravega/controllerUri").asText());
             JsonNode sys = c.get("system");
             if (sys != null && sys.isTextual() && !sys.asText().equalsIgnoreCase(d.type.name()))
                 throw new ConfigException(a.cluster, "system", "is \"" + sys.asText() + "\" but driver " + d.file + " is " + d.type.name().toLowerCase());

@@ -134,13 +134,13 @@ public final class Runner {
             endpointBootstrap = text(o.cluster.at("/kafka/bootstrapServers"));
             endpointService = text(o.cluster.at("/pulsar/serviceUrl"));
             endpointHttp = text(o.cluster.at("/pulsar/httpUrl"));
-            endpointController = text(o.cluster.at("/pravega/controllerURI"));
+            endpointController = text(o.cluster.at("/pravega/controllerUri"));
             if (dc.type == DriverConfig.Type.KAFKA && endpointBootstrap == null)
                 throw new ConfigException("--cluster", "kafka.bootstrapServers", "missing for a Kafka driver");
             if (dc.type == DriverConfig.Type.PULSAR && (endpointService == null || endpointHttp == null))
                 throw new ConfigException("--cluster", "pulsar.serviceUrl/pulsar.httpUrl", "missing for a Pulsar driver");
             if (dc.type == DriverConfig.Type.PRAVEGA && endpointController == null)
-                throw new ConfigException("--cluster", "pravega.controllerURI", "missing for a Pravega driver");
+                throw new ConfigException("--cluster", "pravega.controllerUri", "missing for a Pravega driver");
         }
         Driver driver = dc.type == DriverConfig.Type.KAFKA ? new KafkaDriver(dc, endpointBootstrap)
                 : dc.type == DriverConfig.Type.PULSAR ? new PulsarDriver(dc, endpointService, endpointHttp)

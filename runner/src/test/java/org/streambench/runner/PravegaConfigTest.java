@@ -60,17 +60,17 @@ class PravegaConfigTest {
         Workload w = Workload.load("src/test/resources/good/workload.yaml");
         DriverConfig d = DriverConfig.load("src/test/resources/good/pravega.yaml");
         Path c = Files.createTempFile("cluster", ".json");
-        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerUri\": \"tcp://127.0.0.1:1\"}}");
+        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerURI\": \"tcp://127.0.0.1:1\"}}");
         Main.Args a = Main.parse(new String[]{"--validate-only", "--workload", "w", "--driver", "d", "--cluster", c.toString()});
         ConfigException e = assertThrows(ConfigException.class, () -> Main.validate(a, w, d));
-        assertTrue(e.getMessage().startsWith(c + ": field 'pravega.controllerURI'"), e.getMessage());
-        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerURI\": \"127.0.0.1:1\"}}");
+        assertTrue(e.getMessage().startsWith(c + ": field 'pravega.controllerUri'"), e.getMessage());
+        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerUri\": \"127.0.0.1:1\"}}");
         e = assertThrows(ConfigException.class, () -> Main.validate(a, w, d));
-        assertTrue(e.getMessage().startsWith(c + ": field 'pravega.controllerURI'"), e.getMessage());
-        Files.writeString(c, "{\"system\": \"kafka\", \"pravega\": {\"controllerURI\": \"tcp://127.0.0.1:1\"}}");
+        assertTrue(e.getMessage().startsWith(c + ": field 'pravega.controllerUri'"), e.getMessage());
+        Files.writeString(c, "{\"system\": \"kafka\", \"pravega\": {\"controllerUri\": \"tcp://127.0.0.1:1\"}}");
         e = assertThrows(ConfigException.class, () -> Main.validate(a, w, d));
         assertTrue(e.getMessage().contains("field 'system'"), e.getMessage());
-        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerURI\": \"tcp://127.0.0.1:1\"}}");
+        Files.writeString(c, "{\"system\": \"pravega\", \"pravega\": {\"controllerUri\": \"tcp://127.0.0.1:1\"}}");
         Main.validate(a, w, d);
         Files.delete(c);
     }
