@@ -19,7 +19,7 @@ runner / plain (target >= 0.95).
 exits 0 when it does.
 
   python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2]
-         [--initial-rate 4000] [--step-seconds 4] [--max-steps 16] [--warmup 5] [--cluster CLUSTER_JSON] [--selftest]
+         [--initial-rate 4000] [--step-seconds 4] [--max-steps 12] [--warmup 5] [--cluster CLUSTER_JSON] [--selftest]
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def main() -> int:
     ap.add_argument("--initial-rate", type=float, default=4000)
     ap.add_argument("--step-seconds", type=int, default=4)
     ap.add_argument("--settle", type=int, default=1)
-    ap.add_argument("--max-steps", type=int, default=16)
+    ap.add_argument("--max-steps", type=int, default=12)
     ap.add_argument("--retries", type=int, default=1)
     ap.add_argument("--max-delay-ms", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5)
