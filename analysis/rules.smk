@@ -163,3 +163,4 @@ ALL_TARGETS.extend(expand("paper/figures/{f}.{ext}", f=AN_FIGURES, ext=("svg", "
 ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")))
 ALL_TARGETS.append("paper/_variables.yml")
 include: "study003.smk"
+include: "study001.smk"
