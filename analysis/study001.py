@@ -36,7 +36,6 @@ FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large"
 TABLE_IDS = ["study001-runs", "study001-claims"]
 SATURATED = 0.90  # achieved / offered below this at a point: the system could not keep up (its maximum is known)
 SINGLE_DIGIT_MS = 10.0
-STUDY_LABEL = "study 001 (published, AWS i3.4xlarge)"
 
 _WL = re.compile(r"^1-topic-(?P<parts>\d+)-partitions?-(?P<size>100b|10kb)-1p-(?P<cons>\d+)c-(?P<key>keyed|nokey)-(?P<rate>10k|max)$")
 MAX = float("inf")  # the sweep point of a -max workload (producerRate 0: the runner's rate discovery)
@@ -54,6 +53,25 @@ LABEL = {
     ("pulsar", "L1", "no-batch"): "Pulsar (no batch)",
 }
 SYSTEM_COLOR = {"pravega": "#1b9e77", "kafka": "#d95f02", "pulsar": "#7570b3"}
+# one hue per system (its rules too), a second shade for a system's other configurations
+SERIES_COLOR = {
+    "Pravega (flush)": "#1b9e77", "Pravega (no flush)": "#0b5e45",
+    "Kafka (no flush, 128 KB / 1 ms)": "#d95f02", "Kafka (flush, 128 KB / 1 ms)": "#8c3a00",
+    "Kafka (no flush, 1 MB / 10 ms)": "#f4a259",
+    "Pulsar (batch 128 KB / 1 ms)": "#7570b3", "Pulsar (no batch)": "#3f3a80",
+}
+LOG_X_SPREAD = 10.0  # a MB/s panel turns log when the study's maxima lie this far beyond this testbed's points
+
+
+def color_of(series: str) -> str:
+    """A series' colour: its configuration's, a lighter shade for NO_KEY; grey for one not in the table."""
+    base = series.split(" [")[0]
+    nokey = base.endswith(", NO_KEY")
+    c = SERIES_COLOR.get(base.removesuffix(", NO_KEY"), "#888888")
+    if nokey:
+        r, g, b = (int(c[i:i + 2], 16) for i in (1, 3, 5))
+        c = "#" + "".join(f"{(v + 255) // 2:02x}" for v in (r, g, b))
+    return c
 
 # experiment -> which series (system, level, variant) and which workload traits it draws
 EXPERIMENTS = {
@@ -161,7 +179,7 @@ def _published_rules(pub: list[dict], fid: str) -> list[dict]:
 
     def add(panel, system, x, what):
         if x is not None:
-            out.append({"panel": panel, "x": x, "system": system, "what": f"{STUDY_LABEL}: {what}"})
+            out.append({"panel": panel, "x": x, "system": system, "what": f"study 001 (published): {what}"})
 
     if fid == "study001-ing":
         add("100 B, 1 segment", "pravega", _ref(pub, "ingest_100B", "pravega", "max_rate"), "Pravega ~1 M e/s")
@@ -172,7 +190,8 @@ def _published_rules(pub: list[dict], fid: str) -> list[dict]:
             for sysname, prefix, cfg in (("pravega", "pravega", "flush"), ("pulsar", "pulsar", ""), ("kafka", "kafka", "noflush")):
                 v = next((float(r["value"]) for r in pub if r["experiment"] == key and r["system"].startswith(prefix)
                           and r["metric"] == "max_tput" and (not cfg or r["config"] == cfg)), None)
-                add(f"10 KB, {parts} partition" + ("s" if parts > 1 else ""), sysname, v, f"{sysname} {v:g} MB/s" if v else "")
+                add(f"10 KB, {parts} partition" + ("s" if parts > 1 else ""), sysname, v,
+                    f"{sysname.capitalize()} {v:g} MB/s" if v else "")
     return out
 
 
@@ -218,16 +237,25 @@ def _empty(msg):
 
 def _layer(pts, rules, mbps, ytitle, panel):
     xtitle = "throughput (MB/s)" if mbps else "throughput (events/s)"
-    xs = alt.Scale(type="linear", zero=False) if mbps else alt.Scale(type="log")
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2))
+    spread = max((r["x"] for r in rules), default=0) / max(p["x"] for p in pts)
+    log_x = not mbps or spread > LOG_X_SPREAD
+    if mbps and log_x:
+        xtitle += ", log scale"
+    xs = alt.Scale(type="log") if log_x else alt.Scale(type="linear", zero=False)
+    names = sorted({p["series"] for p in pts})
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
+                      scale=alt.Scale(domain=names, range=[color_of(n) for n in names]))
     base = alt.Chart(alt.Data(values=pts)).encode(
         x=alt.X("x:Q", scale=xs, title=xtitle), y=alt.Y("y:Q", scale=alt.Scale(type="log"), title=ytitle), color=color,
         strokeDash=alt.StrokeDash("default:N", scale=alt.Scale(domain=[True, False], range=[[1, 0], [4, 3]]), legend=None),
         order="rate:Q")
     chart = base.mark_line(point=True)
     if rules:
+        whats = sorted({r["what"] for r in rules})
+        hue = {r["what"]: SYSTEM_COLOR.get(r["system"], "#888888") for r in rules}
         rule = alt.Chart(alt.Data(values=rules)).mark_rule(strokeDash=[2, 2]).encode(
-            x="x:Q", color=alt.Color("what:N", title=None, legend=alt.Legend(orient="bottom", columns=1)))
+            x="x:Q", color=alt.Color("what:N", title=None, legend=alt.Legend(orient="bottom", columns=1),
+                                     scale=alt.Scale(domain=whats, range=[hue[w] for w in whats])))
         chart = alt.layer(chart, rule).resolve_scale(color="independent")
     return chart.properties(width=300, height=220, title=panel)
 
@@ -250,7 +278,8 @@ def figure(rows: list[dict], pub: list[dict], fid: str):
                f"one line per system and configuration; solid lines are the study's default configurations, dashed "
                f"lines its variants." + (" Dotted vertical rules are the study's published maximum throughputs "
                                           "(another machine; AWS i3.4xlarge, one drive per journal or log)." if rules else "")
-               + " Log y axis; log x axis in events/s for 100 B events, linear in MB/s for 10 KB, as in the study.")
+               + " Log y axis; log x axis in events/s for 100 B events, linear in MB/s for 10 KB as in the study, "
+               f"unless the study's maxima lie more than {LOG_X_SPREAD:g}x beyond this testbed's points (then log).")
     alt_text = (f"Line charts, one panel per event size and partition count, of p95 {metric} latency in milliseconds "
                 f"(log scale) against throughput, one line per system and configuration.")
     return chart, caption, alt_text
