@@ -130,3 +130,48 @@ def test_fanout_shared_subscription_on_kafka_is_refused(tmp_path):
     p = run("--validate-only", "--workload", str(wl), "--driver", str(GOOD / "kafka.yaml"))
     assert p.returncode == 2
     assert f"{wl}: field 'consumerPerSubscription'" in p.stderr and "no shared subscription" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_bad_pravega_driver_fields_are_one_line_errors_naming_file_and_field(tmp_path):
+    bad = sorted(BAD.glob("driver-pravega-*.yaml"))
+    assert len(bad) >= 10
+    lst = tmp_path / "pairs.tsv"
+    lst.write_text("".join(f"{GOOD / 'workload.yaml'}\t{f}\n" for f in bad))
+    p = run("--validate-only", "--pairs", str(lst))  # one JVM for all
+    assert p.returncode == 2, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == len(bad)
+    for f, line in zip(bad, lines):
+        status, _, driver, msg = line.split("\t")
+        expect = f.read_text().splitlines()[0].removeprefix("# expect: ")
+        assert status == "error" and driver == str(f), line
+        assert msg.startswith(f"{f}: field '") and expect in msg, line
+    # a real run stops on the same line before anything connects (the controller below does not exist)
+    c = tmp_path / "cluster.json"
+    c.write_text(json.dumps({"system": "pravega", "pravega": {"controllerUri": "tcp://127.0.0.1:9"}}))
+    out = tmp_path / "r.json"
+    p = run("--workload", str(GOOD / "workload.yaml"), "--driver", str(BAD / "driver-pravega-unknown-field.yaml"),
+            "--cluster", str(c), "--output", str(out))
+    assert p.returncode == 2
+    err = [line for line in p.stderr.splitlines() if line.startswith("omb-run: error:")]
+    assert err == [f"omb-run: error: {BAD / 'driver-pravega-unknown-field.yaml'}: field 'eventsPerSecnd': unknown field"
+                   " (did you mean 'eventsPerSecond'?); known fields: client, createScope, deleteStreams, driverClass,"
+                   " enableStreamAutoScaling, enableTransaction, eventPerTransaction, eventsPerSecond, eventsPerTransaction,"
+                   " includeTimestampInEvent, kbytesPerSecond, name, writer"], p.stderr
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_ombs_pravega_driver_files_load_and_shared_subscriptions_are_refused(tmp_path):
+    for d in ("pravega.yaml", "pravega-exactly-once.yaml"):
+        p = run("--validate-only", "--workload", str(GOOD / "workload.yaml"), "--driver", str(GOOD / d))
+        assert p.returncode == 0 and "(pravega)" in p.stdout, p.stderr
+    wl = tmp_path / "shared.yaml"
+    wl.write_text(FANOUT.read_text().replace("subscriptionsPerTopic: 200", "subscriptionsPerTopic: 1").replace(
+        "consumerPerSubscription: 1", "consumerPerSubscription: 200"))
+    p = run("--validate-only", "--workload", str(wl), "--driver", str(GOOD / "pravega.yaml"))
+    assert p.returncode == 2
+    err = [line for line in p.stderr.splitlines() if line.startswith("omb-run: error:")]
+    assert len(err) == 1 and f"{wl}: field 'consumerPerSubscription'" in err[0], p.stderr
+    assert "Pravega has no shared subscription" in err[0]

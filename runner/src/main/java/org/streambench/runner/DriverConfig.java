@@ -14,14 +14,16 @@ import java.util.HashSet;
 import java.util.Properties;
 import java.util.Set;
 
-/** An OMB driver file (Kafka or Pulsar), validated strictly. */
+/** An OMB driver file (Kafka, Pulsar or Pravega), validated strictly. */
 public final class DriverConfig {
-    public enum Type { KAFKA, PULSAR }
+    public enum Type { KAFKA, PULSAR, PRAVEGA }
 
     public static final Set<String> KAFKA_CLASSES = Set.of(
             "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver");
     public static final Set<String> PULSAR_CLASSES = Set.of(
             "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver");
+    public static final Set<String> PRAVEGA_CLASSES = Set.of(
+            "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver");
 
     static final Set<String> KAFKA_FIELDS = Set.of("name", "driverClass", "replicationFactor", "reset",
             "topicConfig", "commonConfig", "producerConfig", "consumerConfig");
@@ -36,6 +38,15 @@ public final class DriverConfig {
             "blockIfQueueFull", "pendingQueueSize",
             // accepted for the studies' older YAMLs (OMB ignores them silently; this runner applies them)
             "maxPendingMessagesAcrossPartitions", "batchingPartitionSwitchFrequencyByPublishDelay");
+    // OMB's PravegaConfig, PravegaClientConfig, PravegaWriterConfig; eventPerTransaction is the spelling of OMB's own
+    // pravega-exactly-once.yaml (OMB ignores it as an unknown field; here it is an alias of eventsPerTransaction)
+    static final Set<String> PRAVEGA_FIELDS = Set.of("name", "driverClass", "client", "writer", "includeTimestampInEvent",
+            "enableTransaction", "eventsPerTransaction", "eventPerTransaction", "enableStreamAutoScaling", "eventsPerSecond",
+            "kbytesPerSecond", "createScope", "deleteStreams");
+    static final Set<String> PRAVEGA_CLIENT = Set.of("controllerURI", "scopeName");
+    static final Set<String> PRAVEGA_WRITER = Set.of("enableConnectionPooling");
+    /** Pravega's rule for user scope, stream and reader-group names (NameUtils) */
+    static final java.util.regex.Pattern PRAVEGA_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9.-]+");
     static final Set<String> PULSAR_CONSUMER = Set.of("receiverQueueSize", "subscriptionType",
             "maxTotalReceiverQueueSizeAcrossPartitions");
 
@@ -61,6 +72,12 @@ public final class DriverConfig {
     public int receiverQueueSize, maxTotalReceiverQueueSizeAcrossPartitions = -1;
     public String subscriptionType;
 
+    // Pravega
+    public String controllerURI, scopeName;
+    public boolean enableConnectionPooling, includeTimestampInEvent = true, enableTransaction, enableStreamAutoScaling;
+    public boolean createScope = true, deleteStreams = true;
+    public int eventsPerTransaction = 1, eventsPerSecond = -1, kbytesPerSecond = -1;
+
     private DriverConfig(String file) { this.file = file; }
 
     public static DriverConfig load(String file) {
@@ -69,14 +86,19 @@ public final class DriverConfig {
         DriverConfig d = new DriverConfig(file);
         d.driverClass = f.string("driverClass", null);
         if (d.driverClass == null) throw f.error("driverClass", "missing (expected "
-                + String.join(" or ", KAFKA_CLASSES) + " or " + String.join(" or ", PULSAR_CLASSES) + ")");
+                + String.join(" or ", KAFKA_CLASSES) + " or " + String.join(" or ", PULSAR_CLASSES)
+                + " or " + String.join(" or ", PRAVEGA_CLASSES) + ")");
         if (KAFKA_CLASSES.contains(d.driverClass)) d.type = Type.KAFKA;
         else if (PULSAR_CLASSES.contains(d.driverClass)) d.type = Type.PULSAR;
+        else if (PRAVEGA_CLASSES.contains(d.driverClass)) d.type = Type.PRAVEGA;
         else throw f.error("driverClass", "unsupported driver \"" + d.driverClass + "\"; supported: "
-                    + String.join(", ", KAFKA_CLASSES) + ", " + String.join(", ", PULSAR_CLASSES));
+                    + String.join(", ", KAFKA_CLASSES) + ", " + String.join(", ", PULSAR_CLASSES)
+                    + ", " + String.join(", ", PRAVEGA_CLASSES));
         d.name = f.string("name", null);
         if (d.name == null) throw f.error("name", "missing");
-        if (d.type == Type.KAFKA) d.loadKafka(f); else d.loadPulsar(f);
+        if (d.type == Type.KAFKA) d.loadKafka(f);
+        else if (d.type == Type.PULSAR) d.loadPulsar(f);
+        else d.loadPravega(f);
         d.echo = root.deepCopy();
         d.echo.put("driverType", d.type.name().toLowerCase());
         return d;
@@ -193,8 +215,52 @@ public final class DriverConfig {
             throw co.error("subscriptionType", "expected Exclusive, Shared, Failover or Key_Shared, got \"" + subscriptionType + "\"");
     }
 
+    private void loadPravega(Fields f) {
+        f.rejectUnknown(PRAVEGA_FIELDS);
+        Fields c = f.object("client");
+        c.rejectUnknown(PRAVEGA_CLIENT);
+        controllerURI = c.string("controllerURI", null);
+        if (controllerURI != null) checkControllerURI(c, "controllerURI", controllerURI);
+        scopeName = c.string("scopeName", null);
+        if (scopeName == null) throw c.error("scopeName", "missing (the Pravega scope the benchmark's streams go to)");
+        if (!PRAVEGA_NAME.matcher(scopeName).matches())
+            throw c.error("scopeName", "\"" + scopeName + "\" is not a Pravega scope name (letters, digits, '.' and '-')");
+        Fields wr = f.object("writer");
+        wr.rejectUnknown(PRAVEGA_WRITER);
+        enableConnectionPooling = wr.bool("enableConnectionPooling", false);
+        includeTimestampInEvent = f.bool("includeTimestampInEvent", true);
+        enableTransaction = f.bool("enableTransaction", false);
+        if (f.has("eventsPerTransaction") && f.has("eventPerTransaction"))
+            throw f.error("eventPerTransaction", "given together with eventsPerTransaction (it is an alias of it); keep one");
+        String ept = f.has("eventPerTransaction") ? "eventPerTransaction" : "eventsPerTransaction";
+        eventsPerTransaction = (int) f.integer(ept, 1, 1, Integer.MAX_VALUE);
+        if (f.has(ept) && !enableTransaction && eventsPerTransaction != 1)
+            throw f.error(ept, "applies only with enableTransaction: true");
+        enableStreamAutoScaling = f.bool("enableStreamAutoScaling", false);
+        eventsPerSecond = (int) f.integer("eventsPerSecond", -1, -1, Integer.MAX_VALUE);
+        kbytesPerSecond = (int) f.integer("kbytesPerSecond", -1, -1, Integer.MAX_VALUE);
+        if (eventsPerSecond == 0) throw f.error("eventsPerSecond", "must be >= 1 (or -1: not set)");
+        if (kbytesPerSecond == 0) throw f.error("kbytesPerSecond", "must be >= 1 (or -1: not set)");
+        // OMB silently falls back to a fixed policy here; an experiment that asked for auto-scaling should know
+        if (enableStreamAutoScaling && eventsPerSecond < 0 && kbytesPerSecond < 0)
+            throw f.error("enableStreamAutoScaling", "true needs eventsPerSecond or kbytesPerSecond (the rate per segment that splits it)");
+        createScope = f.bool("createScope", true);
+        deleteStreams = f.bool("deleteStreams", true);
+    }
+
+    /** tcp://host:port or tls://host:port (several comma-separated host:port allowed, as the Pravega client takes them) */
+    static void checkControllerURI(Fields f, String key, String uri) {
+        if (!uri.matches("(tcp|tls|pravega|pravegas)://[^\\s/,]+:\\d+(,[^\\s/,]+:\\d+)*/?"))
+            throw f.error(key, "expected tcp://HOST:PORT (or tls://), got \"" + uri + "\"");
+    }
+
     /** Checks combinations of driver and workload that cannot work. */
     public void checkAgainst(Workload w) {
+        if (type == Type.PRAVEGA && w.consumerPerSubscription > w.partitionsPerTopic)
+            throw new ConfigException(w.file, "consumerPerSubscription", w.consumerPerSubscription + " consumers share one subscription of "
+                    + w.partitionsPerTopic + " partition(s), but Pravega has no shared subscription: a reader group gives each segment"
+                    + " to one reader, so " + (w.consumerPerSubscription - w.partitionsPerTopic) + " would receive nothing (driver "
+                    + file + "); use subscriptionsPerTopic N with consumerPerSubscription 1 (N reader groups)");
         if (type == Type.PULSAR && subscriptionType.equals("Exclusive") && w.consumerPerSubscription > 1)
             throw new ConfigException(file, "consumer.subscriptionType",
                     "Exclusive allows one consumer per subscription, but the workload " + w.file + " has consumerPerSubscription " + w.consumerPerSubscription);

@@ -131,6 +131,11 @@ public final class Main {
                 throw new ConfigException(a.cluster, "pulsar.serviceUrl", "missing or not a string (driver " + d.file + " is Pulsar)");
             if (d.type == DriverConfig.Type.PULSAR && !c.at("/pulsar/httpUrl").isTextual())
                 throw new ConfigException(a.cluster, "pulsar.httpUrl", "missing or not a string (driver " + d.file + " is Pulsar)");
+            if (d.type == DriverConfig.Type.PRAVEGA && !c.at("/pravega/controllerUri").isTextual())
+                throw new ConfigException(a.cluster, "pravega.controllerUri", "missing or not a string (driver " + d.file + " is Pravega)");
+            if (d.type == DriverConfig.Type.PRAVEGA)
+                DriverConfig.checkControllerURI(new Fields(a.cluster, (ObjectNode) c.get("pravega"), "pravega"), "controllerUri",
+                        c.at("/pravega/controllerUri").asText());
             JsonNode sys = c.get("system");
             if (sys != null && sys.isTextual() && !sys.asText().equalsIgnoreCase(d.type.name()))
                 throw new ConfigException(a.cluster, "system", "is \"" + sys.asText() + "\" but driver " + d.file + " is " + d.type.name().toLowerCase());
@@ -141,6 +146,8 @@ public final class Main {
                 throw new ConfigException(d.file, "commonConfig.bootstrap.servers", "missing, and no --cluster given");
             if (d.type == DriverConfig.Type.PULSAR && (d.serviceUrl == null || d.httpUrl == null))
                 throw new ConfigException(d.file, d.serviceUrl == null ? "client.serviceUrl" : "client.httpUrl", "missing, and no --cluster given");
+            if (d.type == DriverConfig.Type.PRAVEGA && d.controllerURI == null)
+                throw new ConfigException(d.file, "client.controllerURI", "missing, and no --cluster given");
         }
         if (a.count != null) { o.index = a.index; o.count = a.count; }
         // the open-file check is about this process: a validation may run elsewhere than the run (aws client hosts)

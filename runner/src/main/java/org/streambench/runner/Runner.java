@@ -129,18 +129,22 @@ public final class Runner {
         long runStartMicros = Clock.nowMicros();
         String runId = o.startAt != null ? Long.toString(o.startAt, 36)
                 : Long.toString(System.currentTimeMillis(), 36) + Integer.toString((int) (Math.random() * 1296), 36);
-        String endpointBootstrap = null, endpointService = null, endpointHttp = null;
+        String endpointBootstrap = null, endpointService = null, endpointHttp = null, endpointController = null;
         if (o.cluster != null) {
             endpointBootstrap = text(o.cluster.at("/kafka/bootstrapServers"));
             endpointService = text(o.cluster.at("/pulsar/serviceUrl"));
             endpointHttp = text(o.cluster.at("/pulsar/httpUrl"));
+            endpointController = text(o.cluster.at("/pravega/controllerUri"));
             if (dc.type == DriverConfig.Type.KAFKA && endpointBootstrap == null)
                 throw new ConfigException("--cluster", "kafka.bootstrapServers", "missing for a Kafka driver");
             if (dc.type == DriverConfig.Type.PULSAR && (endpointService == null || endpointHttp == null))
                 throw new ConfigException("--cluster", "pulsar.serviceUrl/pulsar.httpUrl", "missing for a Pulsar driver");
+            if (dc.type == DriverConfig.Type.PRAVEGA && endpointController == null)
+                throw new ConfigException("--cluster", "pravega.controllerUri", "missing for a Pravega driver");
         }
         Driver driver = dc.type == DriverConfig.Type.KAFKA ? new KafkaDriver(dc, endpointBootstrap)
-                : new PulsarDriver(dc, endpointService, endpointHttp);
+                : dc.type == DriverConfig.Type.PULSAR ? new PulsarDriver(dc, endpointService, endpointHttp)
+                : new PravegaDriver(dc, endpointController);
         List<String> topics = driver.topicNames(runId, w.topics);
         boolean created = false;
         java.util.concurrent.CountDownLatch cleanedUp = new java.util.concurrent.CountDownLatch(1);

@@ -1,0 +1,56 @@
+"""The runner's Pravega driver against a real Pravega cluster (`python -m systems up pravega`: ZooKeeper, 3 bookies,
+controller, segment store, each its own JVM).
+
+One short cluster for the module, at L2 (no journal fsync: the check is the driver's, not the disk's), brought down
+in the fixture's finally block. Needs the runner built (`mvn -q -f runner/pom.xml package`).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.tests.test_runner_integration import TESTDATA, _require_built, _systems, check_result, omb_run
+
+DRIVER = TESTDATA / "pravega.yaml"
+KEYED = TESTDATA / "keyed-4-partitions-1kb-2k-10s.yaml"
+
+
+@pytest.fixture(scope="module")
+def pravega(tmp_path_factory):
+    _require_built()
+    rundir = tmp_path_factory.mktemp("pravega-L2")
+    try:
+        up = _systems("up", "pravega", "--level", "L2", "--dir", str(rundir), timeout=600)
+        if up.returncode != 0:
+            pytest.fail(f"python -m systems up pravega failed ({up.returncode}):\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}")
+        cj = rundir / "cluster.json"
+        yield cj, json.loads(cj.read_text())
+    finally:
+        down = _systems("down", "--dir", str(rundir), timeout=300)
+        assert down.returncode == 0, f"systems down failed: {down.stdout}\n{down.stderr}"
+
+
+@pytest.mark.integration
+def test_keyed_steady_workload_on_pravega_has_a_clean_audit_in_order_per_key(pravega, tmp_path):
+    """2 writers with routing keys (RANDOM_NANO) into 4 segments, 2 reader groups of 2 readers: every event arrives
+    once in each group, in order per writer and segment (the order Pravega promises per routing key)."""
+    cj, cobj = pravega
+    out = tmp_path / "keyed.json"
+    p = omb_run(KEYED, DRIVER, out, cj)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(out.read_text())
+    x = check_result(res, cobj)
+    assert res["driver"] == "Pravega" and res["partitions"] == 4 and res["messageSize"] == 1024
+    assert x["driver"]["driverType"] == "pravega"
+    a = x["audit"]
+    assert a["subscriptions"] == 2 and len(a["receivedPerSubscription"]) == 2
+    for sub in a["receivedPerSubscription"].values():
+        assert sub["duplicated"] == 0 and sub["lost"] == 0 and sub["outOfOrder"] == 0, sub
+    assert a["outOfOrder"] == 0
+    run_seconds = x["warmupSeconds"] + x["measurementSeconds"]
+    assert a["sent"] == pytest.approx(2000 * run_seconds, rel=0.05)
+    assert res["aggregatedEndToEndLatencyAvg"] > 0 and x["endpoints"]["controllerURI"] == cobj["pravega"]["controllerUri"]
+    # the streams and reader groups the run created are gone again (deleteStreams: true, the runner's clean-up)
+    log = out.with_suffix(".log").read_text()
+    assert "Pravega clean-up" not in log, log[-3000:]
