@@ -18,7 +18,7 @@ from .proc import (LOOPBACK, PidRecord, allocate_ports, ensure_ports_free, port_
                    rss_bytes, start_process, stop_records, tail, wait_ports_closed, pid_dir)
 from .util import SystemsError, atomic_write_json, load_config, resolve, versions
 
-SYSTEMS = ("kafka", "pulsar")
+SYSTEMS = ("kafka", "pulsar", "pravega")
 CLUSTER_JSON = "cluster.json"
 SCHEMA_VERSION = 1
 
@@ -32,6 +32,8 @@ def _impl(system: str):
         from . import kafka as m
     elif system == "pulsar":
         from . import pulsar as m
+    elif system == "pravega":
+        from . import pravega as m
     else:
         raise SystemsError(f"unknown system {system!r} (known: {', '.join(SYSTEMS)})")
     return m
@@ -336,7 +338,7 @@ class _Attached:
     def __init__(self, doc: dict, cfg: dict):
         self.system, self.level, self.tuning = doc["system"], doc["level"], doc["tuning"]
         self.durability = dur.load(doc.get("durabilityFile") or resolve(cfg["durability_file"]))
-        self.endpoints = {k: doc[k] for k in ("kafka", "pulsar") if k in doc}
+        self.endpoints = {k: doc[k] for k in SYSTEMS if k in doc}
         self.nodes = doc["nodes"]
         self.extra = doc.get("extra", {})
         self.cfg = cfg

@@ -1,6 +1,7 @@
 """Materialise the broker distributions from Maven Central into $STREAMBENCH_CACHE/dist/<system>-<version>/.
 
 kafka:  `mvn dependency:copy-dependencies` on systems/kafka/pom.xml -> libs/*.jar
+pravega: the same on systems/pravega/pom.xml -> libs/*.jar (controller, segment store, BookKeeper, ZooKeeper)
 pulsar: `mvn dependency:copy@fetch-dist` on systems/pulsar/pom.xml -> the official bin tarball, whose sha512
         must match systems/pulsar/dist.sha512, unpacked (bin/, conf/, lib/ ...).
 Both are built in a temporary directory next to the target and renamed into place, so a reader never
@@ -20,7 +21,7 @@ from pathlib import Path
 from .util import SystemsError, atomic_write_json, cache_dir, root, versions
 
 MARKER = ".streambench-dist.json"
-SYSTEMS = ("kafka", "pulsar")
+SYSTEMS = ("kafka", "pulsar", "pravega")
 
 
 def dist_dir(system: str) -> Path:
@@ -67,6 +68,20 @@ def sha512_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha512").hexdigest()
 
 
+def _compile_patch(out: Path) -> int:
+    """javac systems/pravega/patch/**.java against libs/ into out/patch (put first on the classpath of the controller
+    and the bookies: the loopback gRPC server and the bookie's loopback HTTP server, see systems/pravega/README.md)."""
+    src = sorted(str(p) for p in (root() / "systems" / "pravega" / "patch").rglob("*.java"))
+    javac = shutil.which("javac")
+    if javac is None:
+        raise SystemsError("javac not found on PATH (a JDK 17 is needed to prepare pravega)")
+    r = subprocess.run([javac, "-nowarn", "--release", "17", "-cp", str(out / "libs") + "/*", "-d", str(out / "patch"),
+                        *src], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemsError(f"javac of systems/pravega/patch failed: {r.stderr.strip().splitlines()[0]}")
+    return sum(1 for _ in (out / "patch").rglob("*.class"))
+
+
 def prepare(system: str, log=print) -> Path:
     if system not in SYSTEMS:
         raise SystemsError(f"unknown system {system!r} (known: {', '.join(SYSTEMS)})")
@@ -81,14 +96,19 @@ def prepare(system: str, log=print) -> Path:
     try:
         mvnlog = tmp / "mvn.log"
         pom = root() / "systems" / system / "pom.xml"
-        if system == "kafka":
+        if system in ("kafka", "pravega"):
             out = tmp / "dist"
             _mvn(["-q", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={out / 'libs'}"],
                  mvnlog)
             jars = sorted(p.name for p in (out / "libs").glob("*.jar"))
-            if not any(j.startswith("kafka_2.13-") for j in jars):
-                raise SystemsError(f"{pom}: copy-dependencies produced no kafka_2.13 jar")
+            need = (["kafka_2.13-"] if system == "kafka" else
+                    ["pravega-controller-", "pravega-segmentstore-server-host-", "bookkeeper-server-", "zookeeper-"])
+            for prefix in need:
+                if not any(j.startswith(prefix) for j in jars):
+                    raise SystemsError(f"{pom}: copy-dependencies produced no {prefix.rstrip('-')} jar")
             info = {"system": system, "version": version, "jars": len(jars)}
+            if system == "pravega":
+                info["patchClasses"] = _compile_patch(out)
         else:
             dl = tmp / "download"
             _mvn(["-q", "-f", str(pom), "dependency:copy@fetch-dist", f"-Dpulsar.dist.dir={dl}"], mvnlog)

@@ -18,14 +18,15 @@ from typing import Any
 import yaml
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "durability.yaml"
-SYSTEMS = ("kafka", "pulsar")
+SYSTEMS = ("kafka", "pulsar", "pravega")
 TUNINGS_REQUIRED = ("stock", "tuned")
 REPLICATION_MODES = ("sync", "async")
 LOCAL_MODES = ("sync", "async", "async-bypass")
 KAFKA_NODES = 3
 PULSAR_BOOKIES = 3
+PRAVEGA_BOOKIES = 3
 
-_LEVEL_KEYS = {"replication", "local", "description", "kafka", "pulsar"}
+_LEVEL_KEYS = {"replication", "local", "description", "kafka", "pulsar", "pravega"}
 _KAFKA_LEVEL = {
     "replicationFactor": None,
     "broker": {"min.insync.replicas", "log.flush.interval.messages", "log.flush.interval.ms"},
@@ -37,6 +38,13 @@ _PULSAR_LEVEL = {
     "bookie": {"journalWriteData", "journalSyncData", "journalMaxGroupWaitMSec",
                "journalPageCacheFlushIntervalMSec"},
 }
+# Pravega: the segment store's BookKeeper log (bookkeeper.ensemble.size / write.quorum.size / ack.quorum.size) and
+# the bookies' journal, the same keys as Pulsar's bookies
+_PRAVEGA_LEVEL = {
+    "bookkeeper": {"ensemble", "writeQuorum", "ackQuorum"},
+    "bookie": _PULSAR_LEVEL["bookie"],
+}
+_PRAVEGA_TUNING_SECTIONS = ("segmentstore", "writer")
 _PULSAR_TUNING = {
     "broker": {"managedLedgerNewEntriesCheckDelayInMillis", "bookkeeperNumberOfChannelsPerBookie",
                "managedLedgerMaxEntriesPerLedger", "managedLedgerMinLedgerRolloverTimeMinutes",
@@ -177,26 +185,28 @@ def _validate_kafka_level(v: _V, name: str, lv: dict, spec: Any) -> None:
                f"broker flush defaults ({bm}/{bms}) differ from the topic's flush.messages/flush.ms ({fm}/{fms})")
 
 
-def _validate_pulsar_level(v: _V, name: str, lv: dict, spec: Any) -> None:
-    f = f"levels.{name}.pulsar"
-    v.mapping(spec, f, set(_PULSAR_LEVEL), set(_PULSAR_LEVEL))
-    p = v.mapping(spec["persistence"], f"{f}.persistence", _PULSAR_LEVEL["persistence"],
-                  _PULSAR_LEVEL["persistence"])
-    e = v.integer(p["ensemble"], f"{f}.persistence.ensemble", 1)
-    w = v.integer(p["writeQuorum"], f"{f}.persistence.writeQuorum", 1)
-    a = v.integer(p["ackQuorum"], f"{f}.persistence.ackQuorum", 1)
+def _validate_bk_level(v: _V, name: str, lv: dict, spec: Any, system: str, quorum: str, bookies: int) -> None:
+    """Pulsar's and Pravega's levels: E/W/A of the ledgers (section `quorum`) and the bookies' journal."""
+    f = f"levels.{name}.{system}"
+    keys = {"persistence": _PULSAR_LEVEL["persistence"], "bookie": _PULSAR_LEVEL["bookie"]} if system == "pulsar" \
+        else _PRAVEGA_LEVEL
+    v.mapping(spec, f, set(keys), set(keys))
+    p = v.mapping(spec[quorum], f"{f}.{quorum}", keys[quorum], keys[quorum])
+    e = v.integer(p["ensemble"], f"{f}.{quorum}.ensemble", 1)
+    w = v.integer(p["writeQuorum"], f"{f}.{quorum}.writeQuorum", 1)
+    a = v.integer(p["ackQuorum"], f"{f}.{quorum}.ackQuorum", 1)
     if a > w:
-        v.fail(f"{f}.persistence.ackQuorum", f"ackQuorum {a} exceeds writeQuorum {w}")
+        v.fail(f"{f}.{quorum}.ackQuorum", f"ackQuorum {a} exceeds writeQuorum {w}")
     if w > e:
-        v.fail(f"{f}.persistence.writeQuorum", f"writeQuorum {w} exceeds ensemble {e}")
-    if e > PULSAR_BOOKIES:
-        v.fail(f"{f}.persistence.ensemble", f"ensemble {e} exceeds the {PULSAR_BOOKIES} bookies")
+        v.fail(f"{f}.{quorum}.writeQuorum", f"writeQuorum {w} exceeds ensemble {e}")
+    if e > bookies:
+        v.fail(f"{f}.{quorum}.ensemble", f"ensemble {e} exceeds the {bookies} bookies")
     if lv["replication"] == "sync" and a < w // 2 + 1:
-        v.fail(f"{f}.persistence.ackQuorum",
+        v.fail(f"{f}.{quorum}.ackQuorum",
                f"ackQuorum {a} contradicts replication: sync (needs >= writeQuorum/2+1 = {w // 2 + 1})")
     if lv["replication"] == "async" and a != 1:
-        v.fail(f"{f}.persistence.ackQuorum", f"ackQuorum {a} contradicts replication: async (needs 1)")
-    b = v.mapping(spec["bookie"], f"{f}.bookie", _PULSAR_LEVEL["bookie"], _PULSAR_LEVEL["bookie"])
+        v.fail(f"{f}.{quorum}.ackQuorum", f"ackQuorum {a} contradicts replication: async (needs 1)")
+    b = v.mapping(spec["bookie"], f"{f}.bookie", keys["bookie"], keys["bookie"])
     wd = v.boolean(b["journalWriteData"], f"{f}.bookie.journalWriteData")
     sd = v.boolean(b["journalSyncData"], f"{f}.bookie.journalSyncData")
     v.integer(b["journalMaxGroupWaitMSec"], f"{f}.bookie.journalMaxGroupWaitMSec", 0)
@@ -211,9 +221,17 @@ def _validate_pulsar_level(v: _V, name: str, lv: dict, spec: Any) -> None:
                f"local: {lv['local']} (needs {str(want[0]).lower()}, {str(want[1]).lower()})")
 
 
+def _validate_pulsar_level(v: _V, name: str, lv: dict, spec: Any) -> None:
+    _validate_bk_level(v, name, lv, spec, "pulsar", "persistence", PULSAR_BOOKIES)
+
+
+def _validate_pravega_level(v: _V, name: str, lv: dict, spec: Any) -> None:
+    _validate_bk_level(v, name, lv, spec, "pravega", "bookkeeper", PRAVEGA_BOOKIES)
+
+
 def _validate_tuning(v: _V, name: str, prof: Any) -> None:
     f = f"tuning.{name}"
-    v.mapping(prof, f, {"description", "kafka", "pulsar"}, {"kafka", "pulsar"})
+    v.mapping(prof, f, {"description", "kafka", "pulsar", "pravega"}, {"kafka", "pulsar", "pravega"})
     k = v.mapping(prof["kafka"], f"{f}.kafka", set(_KAFKA_TUNING_SECTIONS), set(_KAFKA_TUNING_SECTIONS))
     for section in _KAFKA_TUNING_SECTIONS:
         for key, val in v.mapping(k[section], f"{f}.kafka.{section}").items():
@@ -226,6 +244,12 @@ def _validate_tuning(v: _V, name: str, prof: Any) -> None:
     for section, keys in _PULSAR_TUNING.items():
         for key, val in v.mapping(p[section], f"{f}.pulsar.{section}", keys).items():
             v.scalar(val, f"{f}.pulsar.{section}.{key}")
+    q = v.mapping(prof["pravega"], f"{f}.pravega", set(_PRAVEGA_TUNING_SECTIONS), set(_PRAVEGA_TUNING_SECTIONS))
+    for section in _PRAVEGA_TUNING_SECTIONS:
+        for key, val in v.mapping(q[section], f"{f}.pravega.{section}").items():
+            if key.startswith("bookkeeper.") or key.startswith("bookie."):
+                v.fail(f"{f}.pravega.{section}.{key}", "belongs to the durability level, not to a tuning profile")
+            v.scalar(val, f"{f}.pravega.{section}.{key}")
 
 
 def validate(doc: Any, path: Path) -> Durability:
@@ -257,6 +281,13 @@ def validate(doc: Any, path: Path) -> Durability:
         if lv["pulsar"] is None:
             v.fail(f"levels.{name}.pulsar", "every level must define Pulsar's settings")
         _validate_pulsar_level(v, name, lv, lv["pulsar"])
+        if "pravega" not in lv:
+            v.fail(f"levels.{name}.pravega", "missing (null if Pravega has no such level)")
+        if lv["pravega"] is not None:
+            if lv["local"] == "async-bypass":
+                v.fail(f"levels.{name}.pravega", "Pravega's segment store needs the bookies' journal (its durable "
+                                                 "log is BookKeeper): must be null")
+            _validate_pravega_level(v, name, lv, lv["pravega"])
     tuning = v.mapping(doc["tuning"], "tuning")
     for req in TUNINGS_REQUIRED:
         if req not in tuning:
@@ -292,6 +323,8 @@ def client_settings(system: str, level: str, tuning: str = "stock",
     kafka:  replicationFactor, topicConfig, producerConfig, consumerConfig (string-valued properties)
     pulsar: client.persistence {ensembleSize, writeQuorum, ackQuorum, deduplicationEnabled},
             producer {...}, consumer {...}
+    pravega: bookkeeper {ensembleSize, writeQuorumSize, ackQuorumSize} (the segment store's, for provenance: a
+            Pravega client cannot choose them), writer {...}
     Both also carry system, level, tuning, replication, local (for provenance).
     """
     d = durability or load()
@@ -305,6 +338,13 @@ def client_settings(system: str, level: str, tuning: str = "stock",
             "topicConfig": _props(lv["topic"]),
             "producerConfig": _props({**prof["producer"], **lv["producer"]}),
             "consumerConfig": _props(prof["consumer"]),
+        })
+    elif system == "pravega":
+        b = lv["bookkeeper"]
+        out.update({
+            "bookkeeper": {"ensembleSize": b["ensemble"], "writeQuorumSize": b["writeQuorum"],
+                           "ackQuorumSize": b["ackQuorum"]},
+            "writer": dict(prof["writer"]),
         })
     else:
         p = lv["persistence"]
@@ -323,6 +363,7 @@ def server_settings(system: str, level: str, tuning: str = "stock",
 
     kafka:  {"broker": {...}, "topic": {...}, "replicationFactor": n}
     pulsar: {"broker": {...}, "bookie": {...}, "persistence": {ensemble, writeQuorum, ackQuorum}}
+    pravega: {"segmentstore": {bookkeeper.*.size ...}, "bookie": {...}, "bookkeeper": {ensemble, writeQuorum, ackQuorum}}
     """
     d = durability or load()
     lv = d.level(system, level)
@@ -331,6 +372,12 @@ def server_settings(system: str, level: str, tuning: str = "stock",
         return {"broker": {**prof["broker"], **lv["broker"],
                            "default.replication.factor": lv["replicationFactor"]},
                 "topic": dict(lv["topic"]), "replicationFactor": lv["replicationFactor"]}
+    if system == "pravega":
+        b = lv["bookkeeper"]
+        return {"segmentstore": {**prof["segmentstore"], "bookkeeper.ensemble.size": b["ensemble"],
+                                 "bookkeeper.write.quorum.size": b["writeQuorum"],
+                                 "bookkeeper.ack.quorum.size": b["ackQuorum"]},
+                "bookie": dict(lv["bookie"]), "bookkeeper": dict(b)}
     p = lv["persistence"]
     return {"broker": {**prof["broker"], "managedLedgerDefaultEnsembleSize": p["ensemble"],
                        "managedLedgerDefaultWriteQuorum": p["writeQuorum"],

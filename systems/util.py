@@ -51,7 +51,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def versions(pom: Path | None = None) -> dict[str, str]:
-    """kafka/pulsar/log4j versions from the root pom.xml's properties (the only place they live)."""
+    """kafka/pulsar/log4j/pravega versions (and pravega.bookkeeper, the bookies' BookKeeper) from the root pom.xml's
+    properties (the only place they live)."""
     pom = pom or root() / "pom.xml"
     try:
         tree = ET.parse(pom)
@@ -59,7 +60,7 @@ def versions(pom: Path | None = None) -> dict[str, str]:
         raise SystemsError(f"{pom}: cannot read the version properties ({e})") from None
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     out = {}
-    for key in ("kafka", "pulsar", "log4j"):
+    for key in ("kafka", "pulsar", "log4j", "pravega", "pravega.bookkeeper"):
         el = tree.getroot().find(f"m:properties/m:{key}.version", ns)
         if el is None or not (el.text or "").strip():
             raise SystemsError(f"{pom}: properties.{key}.version is missing")

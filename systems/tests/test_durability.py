@@ -14,6 +14,7 @@ def test_shipped_file_loads_with_all_levels():
     d = dur.load()
     assert d.levels_for("kafka") == ["L1", "L2", "L3", "L4"]
     assert d.levels_for("pulsar") == ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
+    assert d.levels_for("pravega") == ["L1", "L2", "L3", "L4"]
     assert set(d.tuning) >= {"stock", "tuned"}
 
 
@@ -41,6 +42,20 @@ def test_pulsar_settings(level, ack, write, sync):
     assert s["broker"]["managedLedgerDefaultAckQuorum"] == ack
 
 
+@pytest.mark.parametrize("level,ack,sync", [("L1", 2, True), ("L2", 2, False), ("L3", 1, True), ("L4", 1, False)])
+def test_pravega_settings(level, ack, sync):
+    """Study 001: E3/W3/A2 with journal flush ("flush") is L1, without ("no flush") L2; A1 gives L3/L4."""
+    s = dur.server_settings("pravega", level, "stock")
+    assert s["segmentstore"] == {"bookkeeper.ensemble.size": 3, "bookkeeper.write.quorum.size": 3,
+                                 "bookkeeper.ack.quorum.size": ack}
+    assert s["bookie"]["journalWriteData"] is True and s["bookie"]["journalSyncData"] is sync
+    assert s["bookie"]["journalPageCacheFlushIntervalMSec"] == (1 if sync else 1000)
+    c = dur.client_settings("pravega", level, "tuned")
+    assert c["bookkeeper"] == {"ensembleSize": 3, "writeQuorumSize": 3, "ackQuorumSize": ack}
+    # the same bookie journal settings as Pulsar's at every level both systems have
+    assert s["bookie"] == dur.server_settings("pulsar", level)["bookie"]
+
+
 def test_tuning_profiles_differ_as_study_000_says():
     stock = dur.server_settings("pulsar", "L1", "stock")["broker"]
     tuned = dur.server_settings("pulsar", "L1", "tuned")["broker"]
@@ -59,6 +74,9 @@ def test_kafka_server_settings_carry_broker_defaults():
 
 @pytest.mark.parametrize("system,level,tuning,field", [
     ("kafka", "L2-bypass", "stock", "levels.L2-bypass.kafka"),
+    ("pravega", "L2-bypass", "stock", "levels.L2-bypass.pravega: level L2-bypass is not defined for pravega"),
+    ("pravega", "L4-bypass", "tuned", "levels.L4-bypass.pravega"),
+    ("pravega", "L5", "stock", "levels: unknown level 'L5'"),
     ("kafka", "L9", "stock", "unknown level"),
     ("rabbit", "L1", "stock", "unknown system"),
     ("pulsar", "L1", "fast", "unknown tuning profile"),
@@ -106,6 +124,25 @@ BAD = [
      "levels.L1.kafka.replicationFactor", "exceeds"),
     ("min.insync above RF", ["levels", "L1", "kafka", "topic", "min.insync.replicas"], 4,
      "levels.L1.kafka.topic.min.insync.replicas", "exceeds"),
+    ("Pravega ack quorum 1 under sync replication", ["levels", "L1", "pravega", "bookkeeper", "ackQuorum"], 1,
+     "levels.L1.pravega.bookkeeper.ackQuorum", "contradicts replication: sync"),
+    ("Pravega ack quorum 2 under async replication", ["levels", "L3", "pravega", "bookkeeper", "ackQuorum"], 2,
+     "levels.L3.pravega.bookkeeper.ackQuorum", "contradicts replication: async"),
+    ("Pravega ensemble above its bookies", ["levels", "L1", "pravega", "bookkeeper", "ensemble"], 4,
+     "levels.L1.pravega.bookkeeper.ensemble", "exceeds the 3 bookies"),
+    ("Pravega ack quorum above write quorum", ["levels", "L1", "pravega", "bookkeeper", "ackQuorum"], 4,
+     "levels.L1.pravega.bookkeeper.ackQuorum", "exceeds writeQuorum"),
+    ("Pravega journal sync under async local", ["levels", "L2", "pravega", "bookie", "journalSyncData"], True,
+     "levels.L2.pravega.bookie.journalSyncData", "contradicts local: async"),
+    ("Pravega without journal flush under sync local", ["levels", "L1", "pravega", "bookie", "journalSyncData"], False,
+     "levels.L1.pravega.bookie.journalSyncData", "contradicts local: sync"),
+    ("unknown Pravega bookie key", ["levels", "L1", "pravega", "bookie", "journalSync"], True,
+     "levels.L1.pravega.bookie.journalSync", "unknown key"),
+    ("Pravega on a bypass level", ["levels", "L2-bypass", "pravega"], copy.deepcopy(SHIPPED["levels"]["L2"]["pravega"]),
+     "levels.L2-bypass.pravega", "must be null"),
+    ("Pravega settings missing", ["levels", "L1", "pravega"], _DELETE, "levels.L1.pravega", "missing"),
+    ("tuning sets a Pravega level key", ["tuning", "stock", "pravega", "segmentstore", "bookkeeper.ack.quorum.size"], 1,
+     "tuning.stock.pravega.segmentstore.bookkeeper.ack.quorum.size", "belongs to the durability level"),
     ("journalWriteData=false with journalSyncData=true", ["levels", "L2-bypass", "pulsar", "bookie", "journalSyncData"],
      True, "levels.L2-bypass.pulsar.bookie.journalSyncData", "contradicts journalWriteData=false"),
     ("ackQuorum > writeQuorum", ["levels", "L1", "pulsar", "persistence", "ackQuorum"], 4,

@@ -1,4 +1,5 @@
-"""Real Kafka and Pulsar clusters (3 KRaft nodes; ZooKeeper + 3 bookies + broker) at L1 and L4.
+"""Real Kafka, Pulsar and Pravega clusters (3 KRaft nodes; ZooKeeper + 3 bookies + broker; ZooKeeper + 3 bookies +
+controller + segment store) at L1 and L4.
 
 Each test: `python -m systems up`, check the effective settings read back, produce and consume 10 000 keyed
 messages with the level's client settings and check that all arrive, in order per key; at L4 also kill -9
@@ -7,6 +8,7 @@ Needs the distributions (`python -m systems prepare kafka|pulsar`); about 5-7 mi
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -244,6 +246,51 @@ def test_pulsar_cluster(tmp_path, level):
         _pulsar_roundtrip(doc)
         if level == "L4":
             cl.kill9("bookie-2")  # a bookie crashes mid-run; `down` must still clean up
+
+
+# --------------------------------------------------------------------------------------------- Pravega
+def _pravega_roundtrip(doc):
+    """10 000 events with 50 routing keys into a 3-segment stream and back, through the Pravega Java client
+    (systems/pravega/check/PravegaRoundTrip.java run as a source file on the distribution's classpath)."""
+    assert doc["client"] == dur.client_settings("pravega", doc["level"], doc["tuning"])
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    check = REPO / "systems" / "pravega" / "check" / "PravegaRoundTrip.java"
+    r = subprocess.run([java, "-Xmx256m", "-Dlogback.configurationFile=" + str(Path(doc["rundir"]) / "nodes" / "logback.xml"),
+                        "-cp", f"{doc['distribution']}/libs/*", str(check), doc["pravega"]["controllerUri"],
+                        "roundtrip", "t-roundtrip", "3", str(N_MESSAGES), str(N_KEYS)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # the client's own log lines share stdout with the events
+    assert f"done {N_MESSAGES}" in r.stdout.splitlines(), r.stdout[-2000:]
+    events = [line for line in r.stdout.splitlines() if re.fullmatch(r"k\d+\t\d+", line)]
+    _check_order([(k, int(seq)) for k, seq in (line.split("\t") for line in events)])
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("level", ["L1", "L4"])
+def test_pravega_cluster(tmp_path, level):
+    _require("pravega")
+    with Cluster("pravega", level, tmp_path / "run") as cl:
+        doc = cl.doc
+        roles = sorted(n["role"] for n in doc["nodes"])
+        assert roles == ["bookie", "bookie", "bookie", "controller", "metadata-store", "segmentstore"]
+        assert doc["pravega"]["controllerUri"].startswith("tcp://127.0.0.1:")
+        assert doc["pravega"]["restUri"].startswith("http://127.0.0.1:")
+        eff = doc["effective"]
+        ack = 2 if level == "L1" else 1
+        # the quorums of the segment store's own ledgers (its durable log), read from BookKeeper's metadata
+        assert eff["ledgers"] and all(q == {"ensemble": 3, "writeQuorum": 3, "ackQuorum": ack}
+                                      for q in eff["ledgers"].values()), eff["ledgers"]
+        assert eff["segmentstore"]["bookkeeper.ack.quorum.size"] == str(ack)
+        assert eff["segmentstore"]["pravegaservice.dataLog.impl.name"] == "BOOKKEEPER"
+        assert len(eff["registeredBookies"]) == 3
+        for b in eff["bookies"].values():
+            assert b["journalSyncData"] == ("true" if level == "L1" else "false")
+            assert b["journalWriteData"] == "true"
+        assert _listening_not_loopback(cl.pids()) == []
+        r = _cli("verify", "--dir", str(cl.rundir))
+        assert r.returncode == 0, r.stderr
+        _pravega_roundtrip(doc)
 
 
 # --------------------------------------------------------------------------------------------- failures

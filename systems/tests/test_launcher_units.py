@@ -91,6 +91,39 @@ def test_config_defaults_and_errors(tmp_path):
 def test_versions_come_from_root_pom():
     v = versions()
     assert v["kafka"].startswith("4.") and v["pulsar"].startswith("4.0.")
+    assert v["pravega"].startswith("0.13.") and v["pravega.bookkeeper"].startswith("4.14.")
+
+
+def test_pravega_confs_loopback_and_level():
+    from systems import pravega
+    ss = dur.server_settings("pravega", "L2", "stock")
+    b = pravega.bookie_conf({"bookie": 3181, "http": 8080}, Path("/j"), Path("/l"), "127.0.0.1:2181", ss,
+                            storage={"gcWaitTime": 30000})
+    assert (b["listeningInterface"], b["advertisedAddress"], b["allowLoopback"]) == ("lo", "127.0.0.1", True)
+    assert b["httpServerClass"] == "org.streambench.pravega.LoopbackHttpServer"
+    assert b["journalSyncData"] is False and b["journalPageCacheFlushIntervalMSec"] == 1000
+    assert b["metadataServiceUri"] == "zk://127.0.0.1:2181/pravega/pravega-cluster/bookkeeper/ledgers"
+    with pytest.raises(SystemsError, match="systems.pravega.bookie_storage: journalSyncData is a durability setting"):
+        pravega.bookie_conf({"bookie": 1, "http": 2}, Path("/j"), Path("/l"), "z", ss, storage={"journalSyncData": True})
+    c = pravega.controller_props("127.0.0.1:2181", 9090, 9091)
+    assert c["controller.service.rest.listener.host.ip"] == "127.0.0.1"
+    assert c["streambench.grpc.bindAddress"] == "127.0.0.1"
+    s = pravega.segmentstore_props("127.0.0.1:2181", 12345, 6061, "tcp://127.0.0.1:9090", Path("/t2"), 1 << 28, ss)
+    assert s["bookkeeper.ack.quorum.size"] == 2 and s["pravegaservice.storage.impl.name"] == "FILESYSTEM"
+    assert s["pravegaservice.service.listener.host.nameOrIp"] == "127.0.0.1"
+    assert s["pravegaservice.rest.listener.host"] == "127.0.0.1"
+    assert s["bookkeeper.ledger.path"] == "/pravega/pravega-cluster/bookkeeper/ledgers"
+
+
+def test_pravega_logged_config_parse(tmp_path):
+    from systems import pravega
+    log = tmp_path / "node.log"
+    log.write_text("x\n2026-01-01 00:00:00,000 INFO  [main] i.p.s.s.h.ServiceStarter: Segment store configuration:\n"
+                   "2026-01-01 00:00:00,001 INFO  [main] i.p.s.s.h.ServiceStarter: bookkeeper.ack.quorum.size = 2\n"
+                   "2026-01-01 00:00:00,001 INFO  [main] i.p.s.s.h.ServiceStarter: a.b = c d\n"
+                   "2026-01-01 00:00:00,002 INFO  [main] i.p.s.Other: started\n")
+    assert pravega._logged_config(log, "Segment store configuration:") == {"bookkeeper.ack.quorum.size": "2",
+                                                                           "a.b": "c d"}
 
 
 # --- ports
@@ -200,6 +233,10 @@ def _cli(*args, env=None):
     (["up", "pulsar", "--level", "L1", "--tuning", "fast"], "unknown tuning profile 'fast'"),
     (["up", "kafka", "--level", "L1", "--hosts", "10.0.0.5"], "10.0.0.5: remote hosts are not implemented yet"),
     (["prepare", "rabbitmq"], "unknown system 'rabbitmq'"),
+    (["up", "pravega", "--level", "L5"], "systems/durability.yaml: levels: unknown level 'L5'"),
+    (["up", "pravega", "--level", "L2-bypass"],
+     "systems/durability.yaml: levels.L2-bypass.pravega: level L2-bypass is not defined for pravega"),
+    (["up", "pravega", "--level", "L4-bypass"], "levels.L4-bypass.pravega: level L4-bypass is not defined"),
 ])
 def test_cli_bad_input(tmp_path, args, msg):
     if args[0] == "up":
