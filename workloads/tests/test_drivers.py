@@ -52,3 +52,19 @@ def test_tuning_and_variant_patch_the_client_side_only():
 def test_kafka_has_no_bypass_level():
     with pytest.raises(dur.DurabilityError, match="not defined for kafka"):
         drivers.render("kafka", "L2-bypass", "tuned")
+
+
+def test_pravega_driver_has_only_ombs_fields_and_names_the_quorums(monkeypatch):
+    # the level's client settings stubbed (pure rendering): the BookKeeper quorums are the segment store's, so they go
+    # into the header comment; the fields are OMB's PravegaConfig ones, which the runner checks strictly
+    monkeypatch.setattr(drivers.dur, "client_settings", lambda system, level, tuning, d=None: {
+        "bookkeeper": {"ensembleSize": 3, "writeQuorumSize": 3, "ackQuorumSize": 1}, "writer": {}})
+    text = drivers.render("pravega", "L3", "stock", None, {"driver_variants": {}}, d=object())
+    assert "ensemble 3 / write quorum 3 / ack quorum 1" in text.splitlines()[2]
+    doc = yaml.safe_load(text)
+    assert doc["driverClass"] == "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver"
+    assert set(doc) <= {"name", "driverClass", "client", "writer", "includeTimestampInEvent", "enableTransaction",
+                        "eventsPerTransaction", "enableStreamAutoScaling", "eventsPerSecond", "kbytesPerSecond",
+                        "createScope", "deleteStreams"}
+    assert doc["client"] == {"controllerURI": "tcp://127.0.0.1:9090", "scopeName": "streambench"}
+    assert doc["enableStreamAutoScaling"] is False and doc["includeTimestampInEvent"] is True

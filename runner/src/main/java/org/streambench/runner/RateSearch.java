@@ -10,7 +10,7 @@ package org.streambench.runner;
  * settled rate does not hold, {@link #measuredPhaseFailed} lowers the settled rate by {@link #REMEASURE_FACTOR} for
  * another measured phase, a bounded number of times: the rate reported is one a whole measured phase sustained.
  */
-final class RateSearch {
+public final class RateSearch {  // public: bench/PlainWriterLoop runs the same search
     private final int maxSteps, retries;
     private double lo = 0, hi = Double.POSITIVE_INFINITY, current;
     /** the rate of a measured phase after one that did not hold, relative to that one's */
@@ -19,7 +19,7 @@ final class RateSearch {
     private double lowered = 0;
     private boolean done;
 
-    RateSearch(double initialRate, int maxSteps, int retries) {
+    public RateSearch(double initialRate, int maxSteps, int retries) {
         if (initialRate <= 0) throw new IllegalArgumentException("initial rate must be > 0");
         this.current = initialRate;
         this.maxSteps = maxSteps;
@@ -27,23 +27,23 @@ final class RateSearch {
     }
 
     /** the rate (msg/s, all processes) of the step to run now */
-    double current() { return current; }
+    public double current() { return current; }
 
-    boolean done() { return done; }
+    public boolean done() { return done; }
 
-    int steps() { return steps; }
+    public int steps() { return steps; }
 
     /** true when the step about to run repeats a failed step at the same rate */
-    boolean retrying() { return failuresAtCurrent > 0; }
+    public boolean retrying() { return failuresAtCurrent > 0; }
 
     /** the highest rate a step accepted so far (0: none) */
-    double accepted() { return lo; }
+    public double accepted() { return lo; }
 
     /** the lowest rate a step rejected for good so far (+inf: none) */
-    double rejected() { return hi; }
+    public double rejected() { return hi; }
 
     /** Records the verdict of the step just run at {@link #current()}; returns true when the search is over. */
-    boolean record(boolean pass) {
+    public boolean record(boolean pass) {
         if (done) throw new IllegalStateException("search is over");
         steps++;
         if (pass) {

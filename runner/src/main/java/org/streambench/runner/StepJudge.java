@@ -18,14 +18,14 @@ import java.util.List;
  * In-flight counts alone cannot fail on a client whose buffer caps them (Kafka's 32 MiB buffer.memory), which is why the
  * producer side is judged by its schedule too.
  */
-final class StepJudge {
+public final class StepJudge {  // public: bench/PlainWriterLoop judges its steps the same way
     static final double MIN_SEND_FRACTION = 0.97, MAX_GROWTH_FRACTION = 0.05;
 
-    static final class Verdict {
-        boolean pass;
-        double sendRate, inFlightGrowth, backlogGrowth;
-        long maxInFlight, maxBacklog, delayP99Micros;
-        final List<String> reasons = new ArrayList<>();
+    public static final class Verdict {
+        public boolean pass;
+        public double sendRate, inFlightGrowth, backlogGrowth;
+        public long maxInFlight, maxBacklog, delayP99Micros;
+        public final List<String> reasons = new ArrayList<>();
     }
 
     private StepJudge() {}
@@ -40,7 +40,7 @@ final class StepJudge {
      * @param delayP99Micros publish-delay p99 over the window
      * @param maxDelayMicros the bound on it
      */
-    static Verdict judge(double targetRate, double seconds, long sent, long[] inFlight, long[] backlog, int subs,
+    public static Verdict judge(double targetRate, double seconds, long sent, long[] inFlight, long[] backlog, int subs,
                          long delayP99Micros, long maxDelayMicros) {
         Verdict v = new Verdict();
         double windowMsgs = targetRate * seconds;

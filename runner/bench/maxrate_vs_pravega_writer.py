@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The runner's maximum Pravega publish rate beside a plain writer loop of the same Pravega client running the same
+search, on one cluster.
+
+A real Pravega cluster (`python -m systems up pravega --level L2`: no per-entry fsync, whose random 100-700 ms
+stalls on this shared machine decided single pairs at L1; stopped on exit) or `--cluster RUNDIR/cluster.json`.
+Both tools run the runner's max-rate search (RateSearch: double while steps pass, then bisect to 5 %; a failed step
+is retried once; StepJudge: send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends
+without growth) with the same initial rate, steps, settle seconds, step budget and warm-up, 1 topic (stream) of
+`--partitions` segments, `--producers` writers, 1 KB, no consumers, in one JVM each with the same options (bin/omb-run's
+default or OMB_RUN_JAVA_OPTS). The runner: `omb-run` with `producerRate: 0` and a Pravega driver file (OMB's fields,
+includeTimestampInEvent as OMB's default); its number is the highest rate a step accepted. The plain loop
+(org.streambench.runner.bench.PlainWriterLoop): the client's EventStreamWriter in an open-loop schedule with OMB's event
+layout and nothing else. Pairs in ABBA order; prints every run with the load average, the medians and the ratio
+runner / plain (target >= 0.95).
+
+`--selftest`: one plain run first sets R; then the pairs compare a plain loop whose write path is capped at 90 % of R
+(a token bucket in front of writeEvent) with the plain loop, exactly as above. The check must FAIL on it; the script
+exits 0 when it does.
+
+  python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2]
+         [--initial-rate 4000] [--step-seconds 4] [--max-steps 12] [--warmup 5] [--cluster CLUSTER_JSON] [--selftest]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+ROOT = common.ROOT
+TARGET = 0.95
+SCOPE = "streambench"
+
+
+def java_opts() -> list[str]:
+    text = (ROOT / "runner/bin/omb-run").read_text()
+    default = re.search(r"OMB_RUN_JAVA_OPTS:-([^}]*)\}", text).group(1)
+    return shlex.split(os.environ.get("OMB_RUN_JAVA_OPTS", default))
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def search_fields(a) -> dict:
+    return {"initialRate": a.initial_rate, "stepSeconds": a.step_seconds, "settleSeconds": a.settle,
+            "maxSteps": a.max_steps, "retries": a.retries, "maxPublishDelayMs": a.max_delay_ms}
+
+
+def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
+    drv = work / "pravega.yaml"
+    drv.write_text(yaml.safe_dump({
+        "name": "Pravega-bench", "driverClass": "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",
+        "client": {"controllerURI": "tcp://127.0.0.1:9090", "scopeName": SCOPE},
+        "writer": {"enableConnectionPooling": False}, "includeTimestampInEvent": True, "enableStreamAutoScaling": False,
+    }, sort_keys=False))
+    wl = work / f"wl-{i}.yaml"
+    wl.write_text(yaml.safe_dump({
+        "name": "max rate", "topics": 1, "partitionsPerTopic": a.partitions, "keyDistributor": "NO_KEY",
+        "messageSize": 1024, "useRandomizedPayloads": True, "randomBytesRatio": 1.0, "randomizedPayloadPoolSize": 1000,
+        "subscriptionsPerTopic": 0, "producersPerTopic": a.producers, "consumerPerSubscription": 0, "producerRate": 0,
+        "consumerBacklogSizeGB": 0, "testDurationMinutes": 1, "warmupDurationMinutes": 0,
+        "x-streambench": {"testDurationSeconds": a.step_seconds, "warmupDurationSeconds": a.warmup,
+                          "rateDiscovery": {**search_fields(a), "remeasures": 0}},
+    }, sort_keys=False))
+    out = work / f"runner-{i}.json"
+    env = dict(os.environ, OMB_RUN_JAVA_OPTS=" ".join(java_opts()))
+    p = subprocess.run([str(common.OMB_RUN), "--workload", str(wl), "--driver", str(drv), "--cluster", str(cluster_json),
+                        "--output", str(out), "--log", str(out.with_suffix(".log"))], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        raise RuntimeError(f"omb-run failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    steps = json.loads(out.read_text())["x-streambench"]["rateDiscovery"]["steps"]
+    return {"rate": max([s["targetRate"] for s in steps if s["pass"]], default=0.0), "steps": len(steps)}
+
+
+def plain(controller: str, a, cap: float = 0.0) -> dict:
+    cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
+    args = [controller, SCOPE, a.partitions, a.producers, 1024, a.warmup, a.initial_rate, a.step_seconds, a.settle,
+            a.max_steps, a.retries, a.max_delay_ms, cap]
+    p = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
+                       capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        raise RuntimeError(f"PlainWriterLoop failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    return {"rate": r["accepted"], "steps": len(r["steps"])}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--level", default="L2")
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--initial-rate", type=float, default=4000)
+    ap.add_argument("--step-seconds", type=int, default=4)
+    ap.add_argument("--settle", type=int, default=1)
+    ap.add_argument("--max-steps", type=int, default=12)
+    ap.add_argument("--retries", type=int, default=1)
+    ap.add_argument("--max-delay-ms", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--cluster", type=Path, help="an up cluster's cluster.json (default: start one at --level)")
+    ap.add_argument("--selftest", action="store_true", help="compare a plain loop capped at 90 %% with the plain loop")
+    a = ap.parse_args()
+    common.require_built()
+    work = Path(tempfile.mkdtemp(prefix="pvmax-"))
+    rundir = None
+    if a.cluster is None:
+        rundir = work / "cluster"
+        up = subprocess.run([sys.executable, "-m", "systems", "up", "pravega", "--level", a.level, "--dir", str(rundir)],
+                            cwd=ROOT, capture_output=True, text=True)
+        if up.returncode != 0:
+            print(up.stderr[-2000:], file=sys.stderr)
+            return 1
+        a.cluster = rundir / "cluster.json"
+    try:
+        controller = json.loads(a.cluster.read_text())["pravega"]["controllerUri"]
+        print(f"Pravega {controller} ({'level ' + a.level if rundir else a.cluster}); 1 KB, {a.partitions} segments, "
+              f"{a.producers} writers, no consumers; search {search_fields(a)}, warm-up {a.warmup} s; "
+              f"JVM {' '.join(java_opts())}; load {load()}", flush=True)
+        names = ("runner", "plain")
+        cap = 0.0
+        if a.selftest:
+            r0 = plain(controller, a)["rate"]
+            cap = 0.9 * r0
+            names = ("capped", "plain")
+            print(f"selftest: plain loop {r0:.0f} msg/s -> write path capped at {cap:.0f} msg/s (90 %); load {load()}", flush=True)
+        got = {n: [] for n in names}
+        for i in range(a.pairs):
+            order = names if i % 4 in (0, 3) else names[::-1]  # ABBA
+            line = []
+            for tool in order:
+                if tool == "runner":
+                    r = runner(a.cluster, work, a, i)
+                else:
+                    r = plain(controller, a, cap if tool == "capped" else 0.0)
+                got[tool].append(r["rate"])
+                line.append(f"{tool} {r['rate']:.0f} msg/s ({r['steps']} steps, load {load()})")
+            print(f"pair {i + 1}: " + " | ".join(line), flush=True)
+        ma, mb = common.median(got[names[0]]), common.median(got[names[1]])
+        ratio = ma / mb if mb > 0 else float("inf")
+        ok = ratio >= TARGET
+        print(f"median {names[0]} {ma:.0f} msg/s ({ma * 1024 / 1048576:.1f} MB/s), median {names[1]} {mb:.0f} msg/s "
+              f"({mb * 1024 / 1048576:.1f} MB/s) over {a.pairs} pairs; ratio {names[0]}/{names[1]} {ratio:.3f} "
+              f"(target >= {TARGET}: {'PASS' if ok else 'FAIL'}); load {load()}")
+        if a.selftest:
+            print(f"selftest: a write path 10 % slower {'FAILS' if not ok else 'PASSES'} the check: "
+                  f"{'ok' if not ok else 'BAD (the check cannot see a 10 % loss)'}")
+            return 0 if not ok else 1
+        return 0 if ok else 1
+    finally:
+        if rundir is not None:
+            subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
+                           capture_output=True, text=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
