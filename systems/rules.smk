@@ -2,16 +2,18 @@
 # Append this stage's final targets to ALL_TARGETS (a list the Snakefile defines before the includes).
 #
 # What other stages use from here (see systems/README.md, "For Snakemake rules"):
-#   SYSTEMS_DIST_STAMP["kafka"|"pulsar"]  - put it in the `input:` of every rule that starts a cluster
+#   SYSTEMS_DIST_STAMP["kafka"|"pulsar"|"pravega"]  - put it in the `input:` of every rule that starts a cluster
 #   SYSTEMS_VERSIONS["kafka"|"pulsar"]    - the versions from the root pom.xml (for provenance/paths)
 #   shell: python -m systems up SYSTEM --level L --tuning T --dir RUNDIR && <run> ; rc=$?;
 #          python -m systems down --dir RUNDIR; exit $rc        (hold resources: cluster=1)
+from pathlib import Path as _SysPath
+
 from systems.util import cache_dir as _sys_cache_dir, versions as _sys_versions
 
 SYSTEMS_VERSIONS = _sys_versions()
 _SYS_CACHE = str(_sys_cache_dir())
 SYSTEMS_DIST_STAMP = {
-    s: f"{_SYS_CACHE}/dist/{s}-{SYSTEMS_VERSIONS[s]}.prepared" for s in ("kafka", "pulsar")
+    s: f"{_SYS_CACHE}/dist/{s}-{SYSTEMS_VERSIONS[s]}.prepared" for s in ("kafka", "pulsar", "pravega")
 }
 ALL_TARGETS.extend(SYSTEMS_DIST_STAMP.values())
 
@@ -45,3 +47,20 @@ rule systems_prepare_pulsar:
         marker=f"{_SYS_CACHE}/dist/pulsar-{SYSTEMS_VERSIONS['pulsar']}/.streambench-dist.json",
     shell:
         "python -m systems prepare pulsar 2> {log} && cp {params.marker} {output}"
+
+
+rule systems_prepare_pravega:
+    """Pravega's controller, segment store, BookKeeper and ZooKeeper jars from Maven Central into the cache, and
+    the loopback patches (systems/pravega/patch) compiled against them."""
+    input:
+        "pom.xml",
+        "systems/pravega/pom.xml",
+        sorted(str(p) for p in _SysPath("systems/pravega/patch").rglob("*.java")),
+    output:
+        SYSTEMS_DIST_STAMP["pravega"],
+    log:
+        "logs/systems/prepare-pravega.log",
+    params:
+        marker=f"{_SYS_CACHE}/dist/pravega-{SYSTEMS_VERSIONS['pravega']}/.streambench-dist.json",
+    shell:
+        "python -m systems prepare pravega 2> {log} && cp {params.marker} {output}"

@@ -86,7 +86,7 @@ rule benchmark_run:
     log:
         f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
     wildcard_constraints:
-        system="kafka|pulsar",
+        system="kafka|pulsar|pravega",
         rep=r"\d+",
     params:
         result=lambda wc: f"data/raw/{WL_TESTBED}/{_wl_run(wc).key}.json",

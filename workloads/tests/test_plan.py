@@ -4,10 +4,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workloads import plan, scale
+from workloads import drivers, plan, scale
 
 CATALOG = plan.Catalog(
-    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass")},
+    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass"),
+            "pravega": ("L1", "L2", "L3", "L4")},
     tunings=("stock", "tuned"),
 )
 
@@ -274,3 +275,16 @@ def test_study_001_shapes_fail_with_name_and_file(tmp_path, mutate, message):
     with pytest.raises(plan.PlanError) as exc:
         plan.check(plan.load(p), CATALOG, p)
     assert str(p) in str(exc.value) and message in str(exc.value)
+
+
+def test_study_001_local_scale_runs_pravega_flush_and_no_flush_with_generated_drivers():
+    doc = plan.load()
+    cat = drivers.catalog()
+    runs = [r for r in plan.expand(doc, cat, "local") if r.system == "pravega"]
+    assert {r.level for r in runs} == {"L1", "L2"} and {r.variant for r in runs} == {None}
+    assert {r.tuning for r in runs} == {"stock"}
+    assert {e for r in runs for e in r.experiments} == {"E001-ING", "E001-DUR", "E001-BATCH", "E001-LARGE",
+                                                        "E001-TAIL", "E001-KEYS"}
+    assert len(runs) == 7
+    for r in runs:
+        assert (plan.HERE / "drivers" / f"pravega-{r.level}-stock.yaml").is_file(), r.key
