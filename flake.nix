@@ -138,6 +138,12 @@
           mvnArgs = "-f systems/pulsar/pom.xml dependency:copy@fetch-dist -Dpulsar.dist.dir=$TMPDIR/dl";
           install = "mkdir -p $out && tar -xzf $TMPDIR/dl/apache-pulsar-*-bin.tar.gz -C $out --strip-components=1";
         };
+        # Pravega's jars plus the loopback patch classes compiled against them (as `python -m systems prepare pravega`)
+        pravega-dist = mavenStep pkgs {
+          pname = "streambench-pravega-dist";
+          mvnArgs = "-f systems/pravega/pom.xml dependency:copy-dependencies -DoutputDirectory=$TMPDIR/pravega/libs";
+          install = "javac -nowarn --release 17 -cp \"$TMPDIR/pravega/libs/*\" -d $TMPDIR/pravega/patch $(find systems/pravega/patch -name '*.java') && cp -r $TMPDIR/pravega $out";
+        };
         # The paper from the committed sources plus the figures and tables the DAG made
         # (paper/figures, paper/tables, paper/_variables.yml must be present in the source tree).
         paper = pkgs.stdenvNoCC.mkDerivation {

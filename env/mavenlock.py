@@ -41,12 +41,15 @@ METADATA = re.compile(r"maven-metadata-[\w.-]+\.xml$")
 GOALS = [
     ("systems/kafka/pom.xml", ["dependency:go-offline"]),
     ("systems/pulsar/pom.xml", ["dependency:go-offline"]),
+    ("systems/pravega/pom.xml", ["dependency:go-offline"]),
     ("runner/pom.xml", ["dependency:go-offline"]),
     ("systems/kafka/pom.xml", ["package"]),
     ("systems/pulsar/pom.xml", ["package"]),
+    ("systems/pravega/pom.xml", ["package"]),
     ("runner/pom.xml", ["package"]),
     ("systems/kafka/pom.xml", ["dependency:copy-dependencies", "-DoutputDirectory={out}/kafka-libs"]),
     ("systems/pulsar/pom.xml", ["dependency:copy@fetch-dist", "-Dpulsar.dist.dir={out}/pulsar-dist"]),
+    ("systems/pravega/pom.xml", ["dependency:copy-dependencies", "-DoutputDirectory={out}/pravega-libs"]),
 ]
 
 

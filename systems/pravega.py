@@ -82,6 +82,8 @@ def controller_props(zk: str, rpc: int, rest: int, host: str = "127.0.0.1") -> d
         "controller.service.rest.listener.port": rest,
         "controller.container.count": CONTAINERS,
         "controller.cluster.name": CLUSTER,
+        # how often the health service re-evaluates (default 10 s): `up` waits on /v1/health/readiness
+        "controller.health.frequency.seconds": 2,
         "metrics.statistics.enable": False,
         "streambench.grpc.bindAddress": host,
     }
@@ -101,6 +103,7 @@ def segmentstore_props(zk: str, port: int, rest: int, controller_uri: str, tier2
         "pravegaservice.rest.listener.host": host,
         "pravegaservice.rest.listener.port": rest,
         "pravegaservice.admin.gateway.enable": False,
+        "pravegaservice.health.interval.seconds": 2,
         "pravegaservice.dataLog.impl.name": "BOOKKEEPER",
         "pravegaservice.storage.impl.name": "FILESYSTEM",
         "pravegaservice.storage.layout": "CHUNKED_STORAGE",
@@ -229,17 +232,6 @@ def start(run) -> None:
         run.start_node(name, _java(run, nd, pc["bookie_heap"], pc["bookie_direct"], MAIN["bookie"],
                                    ["--conf", str(bconf)], {}, patch=True), cwd=nd, stop_stage=2)
 
-    # --- controller (starts while the bookies start; it needs only ZooKeeper)
-    name = "controller"
-    nd = run.node_dir(name)
-    (nd / "logs").mkdir(parents=True)
-    cprops = controller_props(zk, rpc, rest)
-    cconf = nd / "controller.properties"
-    cconf.write_text(_props(cprops))
-    run.add_node(name=name, role="controller", id=1, ports={"rpc": rpc, "rest": rest}, data_dirs=[], conf=[cconf])
-    run.start_node(name, _java(run, nd, pc["controller_heap"], pc["controller_direct"], MAIN["controller"], [],
-                               cprops, patch=True), cwd=nd, stop_stage=0)
-
     for i, hport in enumerate(bookie_http):
         run.wait_until(f"bookie-{i + 1}", f"bookie HTTP {hport} not answering as a writable bookie",
                        lambda h=hport: _bookie_writable(h), interval=0.5)
@@ -257,6 +249,19 @@ def start(run) -> None:
                  data_dirs=[nd / "tier2"], conf=[sconf])
     run.start_node(name, _java(run, nd, pc["segmentstore_heap"], pc["segmentstore_direct"], MAIN["segmentstore"], [],
                                {"pravega.configurationFile": sconf}), cwd=nd, stop_stage=1)
+
+    # --- controller, once the segment store listens: it assigns the segment containers to the segment store and
+    # creates its own system streams on it; started before, it backs off between retries (30 s slower to ready)
+    run.wait_port("segmentstore", ss_port)
+    name = "controller"
+    nd = run.node_dir(name)
+    (nd / "logs").mkdir(parents=True)
+    cprops = controller_props(zk, rpc, rest)
+    cconf = nd / "controller.properties"
+    cconf.write_text(_props(cprops))
+    run.add_node(name=name, role="controller", id=1, ports={"rpc": rpc, "rest": rest}, data_dirs=[], conf=[cconf])
+    run.start_node(name, _java(run, nd, pc["controller_heap"], pc["controller_direct"], MAIN["controller"], [],
+                               cprops, patch=True), cwd=nd, stop_stage=0)
 
     base = f"http://127.0.0.1:{rest}"
     # ready = the segment store's health says ready (ZooKeeper, cache, its segment containers on the bookies), and

@@ -6,7 +6,7 @@
 #   SYSTEMS_VERSIONS["kafka"|"pulsar"]    - the versions from the root pom.xml (for provenance/paths)
 #   shell: python -m systems up SYSTEM --level L --tuning T --dir RUNDIR && <run> ; rc=$?;
 #          python -m systems down --dir RUNDIR; exit $rc        (hold resources: cluster=1)
-from pathlib import Path as _SysPath
+import glob
 
 from systems.util import cache_dir as _sys_cache_dir, versions as _sys_versions
 
@@ -50,12 +50,12 @@ rule systems_prepare_pulsar:
 
 
 rule systems_prepare_pravega:
-    """Pravega's controller, segment store, BookKeeper and ZooKeeper jars from Maven Central into the cache, and
-    the loopback patches (systems/pravega/patch) compiled against them."""
+    """Pravega controller + segment store and BookKeeper/ZooKeeper jars from Maven Central, plus the loopback patch
+    classes compiled against them (systems/pravega/patch)."""
     input:
         "pom.xml",
         "systems/pravega/pom.xml",
-        sorted(str(p) for p in _SysPath("systems/pravega/patch").rglob("*.java")),
+        sorted(glob.glob("systems/pravega/patch/**/*.java", recursive=True)),
     output:
         SYSTEMS_DIST_STAMP["pravega"],
     log:
