@@ -164,3 +164,4 @@ ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md
 ALL_TARGETS.append("paper/_variables.yml")
 include: "study003.smk"
 include: "faults.smk"
+include: "study001.smk"

@@ -15,6 +15,13 @@ FIGURE_IDS = [
     "catchup-rate",
     "mixed-publish-p99",
     "fsync-probe",
+    # study 001 (paper/sections/study-001.qmd, analysis/study001.py)
+    "study001-ing",
+    "study001-dur",
+    "study001-batch",
+    "study001-large",
+    "study001-tail",
+    "study001-keys",
     # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
     "study003-connection-time",
     "study003-p99",
@@ -38,6 +45,9 @@ TABLE_IDS = [
     "published-004",
     "debate-2020",
     "confluent-2020-files",
+    # study 001 (paper/sections/study-001.qmd, analysis/study001.py)
+    "study001-runs",
+    "study001-claims",
     # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
     "study003-fanout",
     "study003-claims",

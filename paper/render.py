@@ -186,16 +186,22 @@ _FIGURE_READS = "data/derived/*.parquet, data/reference/studies.csv"
 _TABLE_READS = _FIGURE_READS + ", analysis/published/study000-tables.csv"
 # study 003 (analysis/study003.py) reads this project's fan-out result files, not the derived tables
 _STUDY003_READS = "data/raw/ (the study-003 workloads' result files), data/reference/studies.csv"
+# so does study 001 (analysis/study001.py), its study's workloads
+_STUDY001_READS = "data/raw/ (the study-001 workloads' result files), data/reference/studies.csv"
+
+
+def _own_reads(name: str) -> str | None:
+    return _STUDY003_READS if name.startswith("study003-") else _STUDY001_READS if name.startswith("study001-") else None
 
 
 def reviewer_rows() -> list[tuple[str, str, str]]:
     """(what, command, reads) for every figure and table of the paper (paper/ids.py)."""
     rows = [(f"Figure `{i}`", REBUILD.format(target=f"paper/figures/{i}.svg"),
-             _STUDY003_READS if i.startswith("study003-") else _FIGURE_READS) for i in FIGURE_IDS]
+             _own_reads(i) or _FIGURE_READS) for i in FIGURE_IDS]
     debate = "data/published/confluent-2020/, data/derived/runs.parquet, data/derived/stats.parquet"
     rows += [(f"Table `{t}`", REBUILD.format(target=f"paper/tables/{t}.md"),
               debate if t in ("debate-2020", "confluent-2020-files") else
-              _STUDY003_READS if t.startswith("study003-") else _TABLE_READS) for t in TABLE_IDS]
+              _own_reads(t) or _TABLE_READS) for t in TABLE_IDS]
     return rows
 
 

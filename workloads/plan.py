@@ -95,6 +95,21 @@ def _names(value) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def rates_of(exp: dict, workload: str) -> list[int]:
+    """An experiment's producerRate sweep for one of its workloads: the `rates` list, or the workload's entry of
+    a {workload: list} mapping (sweeps of different message sizes); [] when it has none."""
+    rates = exp.get("rates") or []
+    return list(rates.get(workload) or []) if isinstance(rates, dict) else list(rates)
+
+
+def per_system(value, system: str) -> list:
+    """An experiment's `levels` or `variants` for one system: the list itself, or the system's entry of a
+    {system: list} mapping (a system the mapping leaves out gets nothing)."""
+    if isinstance(value, dict):
+        return _names(value.get(system) or [])
+    return _names(value)
+
+
 def load(path: Path = EXPERIMENTS) -> dict:
     path = Path(path)
     try:
@@ -128,9 +143,23 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
         systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
         _check_fanout_layouts(path, where, exp["workloads"], systems, omb_dir)
         _check_names(path, f"{where}.systems", systems, catalog.systems, "system")
-        _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
+        if isinstance(exp.get("rates"), dict):
+            _check_names(path, f"{where}.rates", list(exp["rates"]), exp["workloads"], "workload (not in this experiment's workloads)")
+        for key in ("levels", "variants"):
+            if isinstance(exp.get(key), dict):
+                # a per-system mapping names only the experiment's systems
+                _check_names(path, f"{where}.{key}", list(exp[key]), systems, "system (not in this experiment's systems)")
+        if isinstance(exp["levels"], dict):
+            for system in systems:
+                _check_names(path, f"{where}.levels.{system}", per_system(exp["levels"], system),
+                             catalog.levels[system], f"level of {system}")
+        else:
+            _check_names(path, f"{where}.levels", _names(exp["levels"]), _levels_union(catalog, systems), "level")
         _check_names(path, f"{where}.tuning", _names(exp.get("tuning", defaults.get("tuning", []))), catalog.tunings, "tuning")
-        _check_names(path, f"{where}.variants", exp.get("variants", []), tuple(variants), "driver variant")
+        for system in (systems if isinstance(exp.get("variants"), dict) else [None]):
+            field_ = f"{where}.variants" + (f".{system}" if system else "")
+            _check_names(path, field_, per_system(exp.get("variants", []), system) if system else exp.get("variants", []),
+                         tuple(variants), "driver variant")
     for exp_id, exp in doc["experiments"].items():
         if "faults" in exp:
             systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
@@ -144,6 +173,17 @@ def check(doc: dict, catalog: Catalog, path: Path = EXPERIMENTS, omb_dir: Path =
         for wl in scale.get("skip_workloads", []):
             if not (omb_dir / f"{wl}.yaml").is_file():
                 raise PlanError(f"{path}: scales.{scale_name}.skip_workloads: unknown workload '{wl}' (no {omb_dir.name}/{wl}.yaml)")
+        for exp_id, points in (scale.get("sweeps") or {}).items():
+            where = f"scales.{scale_name}.sweeps.{exp_id}"
+            if exp_id not in doc["experiments"]:
+                raise PlanError(f"{path}: {where}: unknown experiment '{exp_id}'")
+            exp = doc["experiments"][exp_id]
+            own = sorted({r for wl in exp["workloads"] for r in rates_of(exp, wl)})
+            if not own:
+                raise PlanError(f"{path}: {where}: experiments.{exp_id} has no rates to choose from")
+            for r in points:
+                if r not in own:
+                    raise PlanError(f"{path}: {where}: rate {r} is not one of experiments.{exp_id}.rates ({own})")
 
 
 def _check_faults(path, where, exp, systems) -> None:
@@ -277,14 +317,14 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
         systems = _names(exp.get("systems", defaults.get("systems", list(catalog.systems))))
         tunings = _names(exp.get("tuning", defaults.get("tuning", default_tuning)))
         reps = repetitions or scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
-        rates = exp.get("rates") or [None]
-        variants = exp.get("variants") or [None]
         faults = exp.get("faults") or [None]
         if exp.get("faults"):  # fault runs: the scale's fault repetitions (local >= 3), not its benchmark ones
             reps = repetitions or (scale.get("faults") or {}).get("repetitions") or exp.get(
                 "repetitions", defaults.get("repetitions", 1))
-        levels = [lv for lv in _names(exp["levels"]) if lv in scale.get("levels", [lv])]
+        keep = (scale.get("sweeps") or {}).get(exp_id)  # this scale's points of the sweep (None: all of them)
         for system in systems:
+            variants = per_system(exp.get("variants") or [], system) or [None]
+            levels = [lv for lv in per_system(exp["levels"], system) if lv in scale.get("levels", [lv])]
             for level in levels:
                 if level not in catalog.levels[system]:
                     continue  # e.g. a Pulsar-only journal-bypass level in an experiment run on both systems
@@ -300,7 +340,10 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
                             for wl in exp["workloads"]:
                                 if wl in scale.get("skip_workloads", []):
                                     continue
-                                for rate in rates:
+                                rates = [r for r in rates_of(exp, wl) if keep is None or r in keep]
+                                if rates_of(exp, wl) and not rates:
+                                    continue  # none of this workload's sweep points is one this scale runs
+                                for rate in rates or [None]:
                                     for rep in range(1, reps + 1):
                                         run = Run(system, level, tuning, variant, wl, rate, rep, (exp_id,),
                                                   default_tuning, fault)

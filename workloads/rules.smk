@@ -99,7 +99,7 @@ rule benchmark_run:
     log:
         f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
     wildcard_constraints:
-        system="kafka|pulsar",
+        system="kafka|pulsar|pravega",
         workload=r"(?![^/]*--(?:" + "|".join(_wl_plan.FAULTS) + r")/)[^/]+",  # not a fault run's
         rep=r"\d+",
     params:

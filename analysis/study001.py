@@ -1,0 +1,557 @@
+"""Study 001 (Pravega vs Kafka vs Pulsar, Dell 2020): latency-vs-throughput curves and the study's findings.
+
+python -m analysis.study001 --raw data/raw --reference data/reference/studies.csv --tables paper/tables \
+    --figures paper/figures [--id study001-dur|all] [--png-scale 2] [--suspect mark|exclude]
+
+Reads this project's runs of the study-001 shapes (workloads/omb/1-topic-{1,16}-partition(s)-{100b,10kb}-1p-*-
+{keyed,nokey}-10k, stock tuning; every testbed under data/raw) and the study's printed numbers
+(data/reference/studies.csv, study 001), and writes
+- paper/figures/study001-<experiment>.{svg,png,pdf,json}: p95 latency (log y) against throughput (log x in
+  events/s for 100 B, linear MB/s for 10 KB, as the study draws them), one line per system and variant,
+  solid for the study's default configurations and dashed for variants (flush, no batch, large batch,
+  NO_KEY); the study's published maximum throughputs are drawn as labelled vertical rules;
+- paper/tables/study001-runs.{csv,md}: one row per run (the CSV names each run's file);
+- paper/tables/study001-claims.{csv,md}: the findings of studies.md §001.4, each with the value this testbed
+  measured, a verdict and the caveat of scale.
+A finding about a maximum throughput is only judged when the sweep saturated the system (the achieved rate at
+its top point fell below 90 % of the offered one): a sweep that every system kept up with says nothing about
+their maxima, and the verdict says so.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+import altair as alt
+
+from . import InputError
+from . import omb
+from .figures import save_chart
+from .report import to_csv, to_md, write_text_atomic
+
+FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large", "study001-tail", "study001-keys"]
+TABLE_IDS = ["study001-runs", "study001-claims"]
+SATURATED = 0.90  # achieved / offered below this at a point: the system could not keep up (its maximum is known)
+SINGLE_DIGIT_MS = 10.0
+
+_WL = re.compile(r"^1-topic-(?P<parts>\d+)-partitions?-(?P<size>100b|10kb)-1p-(?P<cons>\d+)c-(?P<key>keyed|nokey)-(?P<rate>10k|max)$")
+MAX = float("inf")  # the sweep point of a -max workload (producerRate 0: the runner's rate discovery)
+SIZE = {"100b": 100, "10kb": 10_000}
+
+# (system, level, variant) -> series label; the study's default configurations (solid lines) are marked
+DEFAULT = {("kafka", "L2", "batch-128k-1ms"), ("pulsar", "L1", "batch-128k-1ms"), ("pravega", "L1", None)}
+LABEL = {
+    ("pravega", "L1", None): "Pravega (flush)",
+    ("pravega", "L2", None): "Pravega (no flush)",
+    ("kafka", "L2", "batch-128k-1ms"): "Kafka (no flush, 128 KB / 1 ms)",
+    ("kafka", "L1", "batch-128k-1ms"): "Kafka (flush, 128 KB / 1 ms)",
+    ("kafka", "L2", "batch-1m-10ms"): "Kafka (no flush, 1 MB / 10 ms)",
+    ("pulsar", "L1", "batch-128k-1ms"): "Pulsar (batch 128 KB / 1 ms)",
+    ("pulsar", "L1", "no-batch"): "Pulsar (no batch)",
+}
+SYSTEM_COLOR = {"pravega": "#1b9e77", "kafka": "#d95f02", "pulsar": "#7570b3"}
+# one hue per system (its rules too), a second shade for a system's other configurations
+SERIES_COLOR = {
+    "Pravega (flush)": "#1b9e77", "Pravega (no flush)": "#0b5e45",
+    "Kafka (no flush, 128 KB / 1 ms)": "#d95f02", "Kafka (flush, 128 KB / 1 ms)": "#8c3a00",
+    "Kafka (no flush, 1 MB / 10 ms)": "#f4a259",
+    "Pulsar (batch 128 KB / 1 ms)": "#7570b3", "Pulsar (no batch)": "#3f3a80",
+}
+LOG_X_SPREAD = 10.0  # a MB/s panel turns log when the study's maxima lie this far beyond this testbed's points
+
+
+def color_of(series: str) -> str:
+    """A series' colour: its configuration's, a lighter shade for NO_KEY; grey for one not in the table."""
+    base = series.split(" [")[0]
+    nokey = base.endswith(", NO_KEY")
+    c = SERIES_COLOR.get(base.removesuffix(", NO_KEY"), "#888888")
+    if nokey:
+        r, g, b = (int(c[i:i + 2], 16) for i in (1, 3, 5))
+        c = "#" + "".join(f"{(v + 255) // 2:02x}" for v in (r, g, b))
+    return c
+
+# experiment -> which series (system, level, variant) and which workload traits it draws
+EXPERIMENTS = {
+    "study001-ing": {"exp": "E001-ING", "series": {("pravega", "L1", None)}, "sizes": (100, 10_000), "keys": ("keyed",),
+                     "metric": "publish"},
+    "study001-dur": {"exp": "E001-DUR", "series": {("pravega", "L1", None), ("pravega", "L2", None),
+                                                   ("kafka", "L1", "batch-128k-1ms"), ("kafka", "L2", "batch-128k-1ms")},
+                     "sizes": (100,), "keys": ("keyed",), "metric": "publish"},
+    "study001-batch": {"exp": "E001-BATCH", "series": {("pravega", "L1", None), ("pulsar", "L1", "batch-128k-1ms"),
+                                                       ("pulsar", "L1", "no-batch"), ("kafka", "L2", "batch-128k-1ms"),
+                                                       ("kafka", "L2", "batch-1m-10ms")},
+                       "sizes": (100,), "keys": ("keyed",), "metric": "publish"},
+    "study001-large": {"exp": "E001-LARGE", "series": DEFAULT, "sizes": (10_000,), "keys": ("keyed",), "metric": "publish"},
+    "study001-tail": {"exp": "E001-TAIL", "series": DEFAULT, "sizes": (100,), "keys": ("keyed",), "metric": "e2e"},
+    "study001-keys": {"exp": "E001-KEYS", "series": DEFAULT, "sizes": (100, 10_000), "keys": ("keyed", "nokey"),
+                      "metric": "e2e"},
+}
+assert list(EXPERIMENTS) == FIGURE_IDS
+
+RUN_COLS = ["testbed", "system", "level", "variant", "partitions", "message_bytes", "keys", "sweep_point", "offered_eps",
+            "publish_eps", "publish_mbps", "consume_eps", "publish_p50_ms", "publish_p95_ms", "publish_p99_ms",
+            "e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "lost", "file"]
+MD_RUN_COLS = [c for c in RUN_COLS if c not in ("file", "publish_p50_ms", "e2e_p50_ms")]
+CLAIM_COLS = ["id", "experiment", "finding", "printed", "this_testbed", "verdict", "caveat"]
+
+
+def parse_level_dir(level_dir: str) -> tuple[str, str, str | None]:
+    """'L2+stock+batch-128k-1ms' -> (L2, stock, batch-128k-1ms); 'L1+stock' -> (L1, stock, None); 'L1' -> (L1, '', None)."""
+    parts = level_dir.split("+")
+    return parts[0], (parts[1] if len(parts) > 1 else ""), (parts[2] if len(parts) > 2 else None)
+
+
+def _pct(o: dict, metric: str, p: float, key: str):
+    """A percentile in ms from the run's merged HdrHistogram (µs), else OMB's aggregated value."""
+    h = o["histograms"].get(metric)
+    if h is not None and h.total:
+        return h.value_at_percentile(p) / 1000.0
+    v = o["agg"].get((metric, key))
+    return v if v else None
+
+
+def runs(raw: Path, suspect: str = "mark") -> list[dict]:
+    """One row per study-001 result file under raw/<testbed>/<system>/<level-dir>/<workload>/rep-<n>.json."""
+    rows = []
+    for p in sorted(Path(raw).glob("*/*/*/*/rep-*.json")):
+        testbed, system, level_dir, workload_id = p.relative_to(raw).parts[:4]
+        base, _, rate = workload_id.partition("--rate-")
+        m = _WL.match(base)
+        if not m:
+            continue
+        level, tuning, variant = parse_level_dir(level_dir)
+        if tuning != "stock":
+            continue  # study 001 runs on stock brokers (workloads/experiments.yaml)
+        o = omb.load(p)
+        x = o["x"] or {}
+        if ((x.get("testbedHost") or {}).get("validity") or {}).get("status") == "suspect":
+            if suspect == "exclude":
+                continue
+            testbed = f"{testbed} (suspect)"
+        w = o["windows"]
+        pr = x.get("producerRate") or {}
+        # the runner's achieved rate (acknowledged sends of the measured phase), else OMB's per-window mean
+        pub = pr.get("achieved") or (sum(w["publishRate"]) / len(w["publishRate"]) if w["publishRate"] else 0.0)
+        con = sum(w["consumeRate"]) / len(w["consumeRate"]) if w["consumeRate"] else 0.0
+        size = SIZE[m["size"]]
+        offered = pr.get("target")
+        rows.append({
+            "testbed": testbed, "system": system, "level": level, "variant": variant,
+            "partitions": int(m["parts"]), "message_bytes": size, "keys": m["key"],
+            "study_rate": int(rate) if rate else (MAX if m["rate"] == "max" else None), "offered_eps": offered,
+            "sweep_point": rate or m["rate"],
+            "publish_eps": round(pub, 1), "publish_mbps": round(pub * size / 1e6, 3), "consume_eps": round(con, 1),
+            **{f"{mt}_p{q}_ms": _pct(o, mt, float(q), f"{q}pct") for mt in ("publish", "e2e") for q in (50, 95, 99)},
+            "lost": (x.get("audit") or {}).get("lost"), "file": str(p),
+        })
+    return rows
+
+
+def series_of(r: dict) -> tuple:
+    return (r["system"], r["level"], r["variant"])
+
+
+def label_of(r: dict) -> str:
+    return LABEL.get(series_of(r), f"{r['system']} {r['level']}" + (f" {r['variant']}" if r["variant"] else ""))
+
+
+# ---------------------------------------------------------------- published numbers (studies.csv, study 001)
+
+def published(reference: Path) -> list[dict]:
+    with open(reference, newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["study"] == "001"]
+
+
+def _ref(pub: list[dict], experiment: str, system_prefix: str, metric: str, config_has: str = "") -> float | None:
+    for r in pub:
+        if (r["experiment"] == experiment and r["system"].startswith(system_prefix) and r["metric"] == metric
+                and config_has in r["config"]):
+            return float(r["value"])
+    return None
+
+
+def _published_rules(pub: list[dict], fid: str) -> list[dict]:
+    """The study's maximum throughputs that a figure can show as vertical rules (x in the panel's unit)."""
+    out = []
+
+    def add(panel, system, x, what):
+        if x is not None:
+            out.append({"panel": panel, "x": x, "system": system, "what": f"study 001 (published): {what}"})
+
+    if fid == "study001-ing":
+        add("100 B, 1 segment", "pravega", _ref(pub, "ingest_100B", "pravega", "max_rate"), "Pravega ~1 M e/s")
+        add("10 KB, 1 segment", "pravega", _ref(pub, "ingest_10KB_1seg", "pravega", "max_tput"), "Pravega 160 MB/s")
+        add("10 KB, 16 segments", "pravega", _ref(pub, "ingest_10KB_16seg", "pravega", "max_tput"), "Pravega 350 MB/s")
+    if fid == "study001-large":
+        for parts, key in ((1, "large_10KB_1part"), (16, "large_10KB_16part")):
+            for sysname, prefix, cfg in (("pravega", "pravega", "flush"), ("pulsar", "pulsar", ""), ("kafka", "kafka", "noflush")):
+                v = next((float(r["value"]) for r in pub if r["experiment"] == key and r["system"].startswith(prefix)
+                          and r["metric"] == "max_tput" and (not cfg or r["config"] == cfg)), None)
+                add(f"10 KB, {parts} partition" + ("s" if parts > 1 else ""), sysname, v,
+                    f"{sysname.capitalize()} {v:g} MB/s" if v else "")
+    return out
+
+
+# ---------------------------------------------------------------- figures
+
+def _panel(r: dict, fid: str) -> str:
+    unit = "segment" if fid == "study001-ing" else "partition"
+    size = "100 B" if r["message_bytes"] == 100 else "10 KB"
+    name = f"{size}, {r['partitions']} {unit}" + ("s" if r["partitions"] > 1 else "")
+    if fid == "study001-batch" and r["keys"] == "nokey":
+        name += ", NO_KEY"
+    return name
+
+
+def points(rows: list[dict], fid: str) -> list[dict]:
+    spec = EXPERIMENTS[fid]
+    out = []
+    for r in rows:
+        if series_of(r) not in spec["series"] or r["message_bytes"] not in spec["sizes"]:
+            continue
+        keys = spec["keys"] + (("nokey",) if fid == "study001-batch" and r["partitions"] > 1 and r["system"] == "kafka" else ())
+        if r["keys"] not in keys:
+            continue
+        y = r[f"{spec['metric']}_p95_ms"]
+        if y is None or y <= 0:
+            continue
+        mbps = r["message_bytes"] >= 10_000
+        x = r["publish_mbps"] if mbps else (r["consume_eps"] if spec["metric"] == "e2e" else r["publish_eps"])
+        if not x or x <= 0:
+            continue
+        label = label_of(r) + (", NO_KEY" if fid == "study001-keys" and r["keys"] == "nokey" else "")
+        if len({_base(q["testbed"]) for q in rows}) > 1:
+            label += f" [{_base(r['testbed'])}]"  # one line per testbed (suspect runs stay on theirs; see the runs table)
+        out.append({"panel": _panel(r, fid), "x": x, "y": y, "series": label, "system": r["system"],
+                    "default": series_of(r) in DEFAULT and r["keys"] == "keyed", "mbps": mbps,
+                    "rate": min(r["study_rate"] or 0, 1e12)})
+    return sorted(out, key=lambda p: (p["panel"], p["series"], p["rate"], p["x"]))
+
+
+def _empty(msg):
+    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
+
+
+def _layer(pts, rules, mbps, ytitle, panel):
+    xtitle = "throughput (MB/s)" if mbps else "throughput (events/s)"
+    spread = max((r["x"] for r in rules), default=0) / max(p["x"] for p in pts)
+    log_x = not mbps or spread > LOG_X_SPREAD
+    if mbps and log_x:
+        xtitle += ", log scale"
+    xs = alt.Scale(type="log") if log_x else alt.Scale(type="linear", zero=False)
+    names = sorted({p["series"] for p in pts})
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
+                      scale=alt.Scale(domain=names, range=[color_of(n) for n in names]))
+    base = alt.Chart(alt.Data(values=pts)).encode(
+        x=alt.X("x:Q", scale=xs, title=xtitle), y=alt.Y("y:Q", scale=alt.Scale(type="log"), title=ytitle), color=color,
+        strokeDash=alt.StrokeDash("default:N", scale=alt.Scale(domain=[True, False], range=[[1, 0], [4, 3]]), legend=None),
+        order="rate:Q")
+    chart = base.mark_line(point=True)
+    if rules:
+        whats = sorted({r["what"] for r in rules})
+        hue = {r["what"]: SYSTEM_COLOR.get(r["system"], "#888888") for r in rules}
+        rule = alt.Chart(alt.Data(values=rules)).mark_rule(strokeDash=[2, 2]).encode(
+            x="x:Q", color=alt.Color("what:N", title=None, legend=alt.Legend(orient="bottom", columns=1),
+                                     scale=alt.Scale(domain=whats, range=[hue[w] for w in whats])))
+        chart = alt.layer(chart, rule).resolve_scale(color="independent")
+    return chart.properties(width=300, height=220, title=panel)
+
+
+def figure(rows: list[dict], pub: list[dict], fid: str):
+    spec = EXPERIMENTS[fid]
+    pts = points(rows, fid)
+    rules = _published_rules(pub, fid)
+    metric = "write" if spec["metric"] == "publish" else "end-to-end"
+    ytitle = f"{metric} latency p95 (ms)"
+    if not pts:
+        chart = _empty(f"no {spec['exp']} runs yet")
+    else:
+        panels = sorted({p["panel"] for p in pts}, key=lambda s: (s.startswith("10 KB"), len(s), s))
+        layers = [_layer([p for p in pts if p["panel"] == name], [r for r in rules if r["panel"] == name],
+                         next(p["mbps"] for p in pts if p["panel"] == name), ytitle, name) for name in panels]
+        chart = alt.hconcat(*layers[:2]) if len(layers) <= 2 else alt.vconcat(alt.hconcat(*layers[:2]), alt.hconcat(*layers[2:]))
+    testbeds = sorted({r["testbed"] for r in rows}) or ["none"]
+    caption = (f"{spec['exp']}: {metric} latency p95 against throughput on this testbed ({', '.join(testbeds)}), "
+               f"one line per system and configuration; solid lines are the study's default configurations, dashed "
+               f"lines its variants." + (" Dotted vertical rules are the study's published maximum throughputs "
+                                          "(another machine; AWS i3.4xlarge, one drive per journal or log)." if rules else "")
+               + " Log y axis; log x axis in events/s for 100 B events, linear in MB/s for 10 KB as in the study, "
+               f"unless the study's maxima lie more than {LOG_X_SPREAD:g}x beyond this testbed's points (then log).")
+    alt_text = (f"Line charts, one panel per event size and partition count, of p95 {metric} latency in milliseconds "
+                f"(log scale) against throughput, one line per system and configuration.")
+    return chart, caption, alt_text
+
+
+# ---------------------------------------------------------------- claims
+
+def _curve(rows, system, level, variant, size, parts, keys="keyed"):
+    return sorted((r for r in rows if series_of(r) == (system, level, variant) and r["message_bytes"] == size
+                   and r["partitions"] == parts and r["keys"] == keys), key=lambda r: r["study_rate"] or 0)
+
+
+def _is_max(r: dict) -> bool:
+    return r["study_rate"] == MAX
+
+
+def _top(curve: list[dict], unit: str = "eps", reads: bool = False) -> tuple[float | None, bool]:
+    """(the curve's highest achieved throughput, whether the sweep saturated the system)."""
+    if not curve:
+        return None, False
+    key = "consume_eps" if reads else "publish_eps"
+    best = max(r[key] for r in curve)
+    last = curve[-1]
+    offered = last["offered_eps"] or 0
+    # a maximum is known when the curve has a -max run (rate discovery) or its top point fell short of the offer
+    saturated = _is_max(last) or (bool(offered) and last[key] < SATURATED * offered)
+    v = best * last["message_bytes"] / 1e6 if unit == "mbps" else best
+    return v, saturated
+
+
+def _max_claim(cid, exp, finding, printed, curve, unit="eps", reads=False, tol_pct=25.0, lower_bound=False):
+    v, sat = _top(curve, unit, reads)
+    u = "MB/s" if unit == "mbps" else "e/s"
+    if v is None:
+        return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
+    shown = f"{v:,.0f} {u}" + ("" if sat else " (not saturated)")
+    if not sat:
+        if lower_bound and v >= float(printed.split()[0].replace(",", "").lstrip(">")):
+            return _claim(cid, exp, finding, printed, shown, "holds (lower bound reached)")
+        return _claim(cid, exp, finding, printed, shown, "not testable at this scale: the sweep did not saturate the system")
+    target = float(printed.split()[0].replace(",", "").lstrip(">~"))
+    if lower_bound:
+        return _claim(cid, exp, finding, printed, shown, "holds" if v >= target else "does not hold here")
+    diff = (v - target) / target * 100
+    return _claim(cid, exp, finding, printed, shown,
+                  f"matches within {tol_pct:g}%" if abs(diff) <= tol_pct else f"differs by {diff:+.0f}%")
+
+
+def _claim(cid, exp, finding, printed, value, verdict, caveat=""):
+    return {"id": cid, "experiment": exp, "finding": finding, "printed": printed, "this_testbed": value,
+            "verdict": verdict, "caveat": caveat}
+
+
+def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, direction=">="):
+    va, sa = _top(a, reads=reads)
+    vb, sb = _top(b, reads=reads)
+    if va is None or vb is None:
+        return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
+    shown = f"{va:,.0f} vs {vb:,.0f} e/s ({(va / vb - 1) * 100:+.0f}%)"
+    if not (sa and sb):
+        return _claim(cid, exp, finding, printed, shown + "; not saturated",
+                      "not testable at this scale: the sweep did not saturate both systems")
+    r = va / vb
+    # the printed size of the effect holds, or only its direction (more / less than the other), or neither
+    full = r >= target_ratio if direction == ">=" else r <= target_ratio
+    sign = r > 1 if target_ratio > 1 else r < 1
+    v = "holds" if full else (f"direction holds, size does not ({(r - 1) * 100:+.0f}%, printed {printed})" if sign
+                              else "does not hold here")
+    return _claim(cid, exp, finding, printed, shown, v)
+
+
+def _common(a, b, max_rate=None):
+    bx = {r["study_rate"]: r for r in b}
+    return [(r, bx[r["study_rate"]]) for r in a if r["study_rate"] in bx and not _is_max(r)
+            and (max_rate is None or r["study_rate"] <= max_rate)]
+
+
+def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
+    """The findings of studies.md §001.4 with this testbed's values and verdicts."""
+    out = []
+    prav = [r for r in rows if series_of(r) == ("pravega", "L1", None) and r["keys"] == "keyed"]
+    # ING
+    if prav:
+        worst = max(prav, key=lambda r: r["publish_p95_ms"] or 0)
+        v = worst["publish_p95_ms"]
+        out.append(_claim("ING-1", "E001-ING", "Pravega write p95 is single-digit ms at every rate", "< 10 ms",
+                          f"max {v:.1f} ms ({worst['publish_eps']:,.0f} e/s, {worst['message_bytes']} B, "
+                          f"{worst['partitions']} seg.)", "holds" if v < SINGLE_DIGIT_MS else "does not hold here"))
+    else:
+        out.append(_claim("ING-1", "E001-ING", "Pravega write p95 is single-digit ms at every rate", "< 10 ms", None,
+                          "not tested (no runs)"))
+    out.append(_max_claim("ING-2", "E001-ING", "One Pravega writer reaches ~1 M events/s of 100 B (1 segment)",
+                          "1,000,000 e/s", _curve(rows, "pravega", "L1", None, 100, 1)))
+    out.append(_max_claim("ING-3", "E001-ING", "Pravega, 10 KB, 16 segments: 350 MB/s", "350 MB/s",
+                          _curve(rows, "pravega", "L1", None, 10_000, 16), unit="mbps"))
+    out.append(_max_claim("ING-4", "E001-ING", "Pravega, 10 KB, 1 segment: ~160 MB/s (EFS-bound)", "160 MB/s",
+                          _curve(rows, "pravega", "L1", None, 10_000, 1), unit="mbps"))
+    # DUR
+    ratio = _ref(pub, "durability_100B_1part", "pravega-vs-kafka", "max_tput_ratio") or 1.73
+    out.append(_ratio_claim("DUR-1", "E001-DUR", "1 segment: Pravega (flush) max throughput is 73% above Kafka (no flush)",
+                            "+73%", ratio, _curve(rows, "pravega", "L1", None, 100, 1),
+                            _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1)))
+    for cid, sysname, level, var in (("DUR-2a", "pravega", "L1", None), ("DUR-2b", "kafka", "L2", "batch-128k-1ms")):
+        out.append(_max_claim(cid, "E001-DUR", f"16 partitions: {LABEL[(sysname, level, var)]} exceeds 1 M events/s",
+                              ">1,000,000 e/s", _curve(rows, sysname, level, var, 100, 16), lower_bound=True))
+    pairs = _common(_curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1), _curve(rows, "pravega", "L1", None, 100, 1), 500_000)
+    if pairs:
+        diffs = [p["publish_p95_ms"] - k["publish_p95_ms"] for k, p in pairs if k["publish_p95_ms"] and p["publish_p95_ms"]]
+        ok = diffs and all(d > 0 for d in diffs)
+        out.append(_claim("DUR-3", "E001-DUR", "1 partition, up to 500K e/s: Kafka (no flush) write p95 ~1 ms below Pravega (flush)",
+                          "~1 ms lower", "Pravega − Kafka: " + ", ".join(f"{d:+.1f}" for d in diffs) + " ms",
+                          "holds (Kafka lower at every common rate)" if ok else "does not hold here"))
+    else:
+        out.append(_claim("DUR-3", "E001-DUR", "1 partition, up to 500K e/s: Kafka (no flush) write p95 ~1 ms below Pravega (flush)",
+                          "~1 ms lower", None, "not tested (no runs)"))
+    kf = _curve(rows, "kafka", "L1", "batch-128k-1ms", 100, 16)
+    pf = _curve(rows, "pravega", "L1", None, 100, 16)
+    if kf and pf:
+        kmax = max(r["publish_p95_ms"] or 0 for r in kf)
+        pmax = max(r["publish_p95_ms"] or 0 for r in pf)
+        out.append(_claim("DUR-4", "E001-DUR", "16 partitions: Kafka (flush) write latency reaches 1+ s, Pravega (flush) stays single-digit ms",
+                          ">1000 ms vs <10 ms", f"Kafka max p95 {kmax:,.0f} ms, Pravega {pmax:.1f} ms",
+                          "holds" if kmax >= 1000 and pmax < SINGLE_DIGIT_MS else "does not hold here"))
+    else:
+        out.append(_claim("DUR-4", "E001-DUR", "16 partitions: Kafka (flush) write latency reaches 1+ s, Pravega (flush) stays single-digit ms",
+                          ">1000 ms vs <10 ms", None, "not tested (no runs)"))
+    pnf = _curve(rows, "pravega", "L2", None, 100, 1)
+    pairs = _common(pnf, _curve(rows, "pravega", "L1", None, 100, 1))
+    if pairs:
+        gains = [(f["publish_p95_ms"] - n["publish_p95_ms"]) / f["publish_p95_ms"] * 100 for n, f in pairs
+                 if n["publish_p95_ms"] and f["publish_p95_ms"]]
+        med = sorted(gains)[len(gains) // 2]
+        out.append(_claim("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)",
+                          "modest", f"no flush lowers write p95 by {med:.0f}% (median over {len(gains)} rates)",
+                          "holds" if med < 50 else "does not hold here"))
+    else:
+        out.append(_claim("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)",
+                          "modest", None, "not tested (no runs)"))
+    # BATCH
+    out.append(_ratio_claim("BATCH-1", "E001-BATCH", "Kafka large batches (1 MB / 10 ms) lower max throughput vs 128 KB / 1 ms (1 partition)",
+                            "lower", 1.0, _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 1),
+                            _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1), direction="<="))
+    nk = _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 16, "nokey")
+    kk = _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 16)
+    c = _ratio_claim("BATCH-2", "E001-BATCH", "Kafka, 16 partitions, 1 MB / 10 ms: 120 MB/s with NO_KEY vs 20 MB/s with RANDOM_NANO",
+                     "6x", 6.0, nk, kk)
+    out.append(c)
+    pairs = _common(_curve(rows, "pravega", "L1", None, 100, 1), _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), 10_000)
+    if pairs:
+        ok = all((p["publish_p95_ms"] or 0) < (q["publish_p95_ms"] or 0) for p, q in pairs)
+        out.append(_claim("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)",
+                          "lower", ", ".join(f"{p['publish_p95_ms']:.1f} vs {q['publish_p95_ms']:.1f} ms" for p, q in pairs),
+                          "holds" if ok else "does not hold here"))
+    else:
+        out.append(_claim("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)",
+                          "lower", None, "not tested (no runs)"))
+    # LARGE
+    for parts, key in ((1, "large_10KB_1part"), (16, "large_10KB_16part")):
+        for sysname, level, var, prefix, cfg in (("pravega", "L1", None, "pravega", "flush"),
+                                                  ("pulsar", "L1", "batch-128k-1ms", "pulsar", "batch;tiering"),
+                                                  ("kafka", "L2", "batch-128k-1ms", "kafka", "noflush")):
+            v = next((r["value"] for r in pub if r["experiment"] == key and r["system"].startswith(prefix)
+                      and r["metric"] == "max_tput" and r["config"] == cfg), None)
+            if v is None:
+                continue
+            out.append(_max_claim(f"LARGE-{parts}-{sysname}", "E001-LARGE",
+                                  f"10 KB, {parts} partition{'s' if parts > 1 else ''}: {sysname} {v} MB/s",
+                                  f"{v} MB/s", _curve(rows, sysname, level, var, 10_000, parts), unit="mbps"))
+    # TAIL
+    pl = [r for r in _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1) + _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 16)
+          if r["e2e_p95_ms"]]
+    if pl:
+        low = min(r["e2e_p95_ms"] for r in pl)
+        out.append(_claim("TAIL-1", "E001-TAIL", "Pulsar end-to-end p95 is never below 12 ms, even with batching", ">= 12 ms",
+                          f"min {low:.1f} ms", "holds" if low >= 12 else "does not hold here"))
+    else:
+        out.append(_claim("TAIL-1", "E001-TAIL", "Pulsar end-to-end p95 is never below 12 ms, even with batching", ">= 12 ms",
+                          None, "not tested (no runs)"))
+    kd = _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1)
+    out.append(_ratio_claim("TAIL-2", "E001-TAIL", "1 partition: Pravega read throughput 72% above Kafka's", "+72%", 1.72,
+                            _curve(rows, "pravega", "L1", None, 100, 1), kd, reads=True))
+    out.append(_ratio_claim("TAIL-3", "E001-TAIL", "1 partition: Pulsar read throughput 56% above Kafka's", "+56%", 1.56,
+                            _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), kd, reads=True))
+    out.append(_ratio_claim("TAIL-4", "E001-TAIL", "Pulsar read throughput drops 76% from 1 to 16 partitions", "-76%", 0.24,
+                            _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 16),
+                            _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), reads=True, direction="<="))
+    # KEYS
+    for sysname, level, var in (("kafka", "L2", "batch-128k-1ms"), ("pulsar", "L1", "batch-128k-1ms")):
+        pairs = _common(_curve(rows, sysname, level, var, 100, 1), _curve(rows, sysname, level, var, 100, 1, "nokey"))
+        pairs = [(k, n) for k, n in pairs if k["e2e_p95_ms"] and n["e2e_p95_ms"]]
+        name = f"With routing keys, {sysname} end-to-end p95 is more than 2x NO_KEY's at moderate and high rates (100 B, 1 partition)"
+        if pairs:
+            k, n = pairs[-1]
+            r = k["e2e_p95_ms"] / n["e2e_p95_ms"]
+            out.append(_claim(f"KEYS-1-{sysname}", "E001-KEYS", name, "> 2x",
+                              f"{r:.2f}x at {k['publish_eps']:,.0f} e/s", "holds" if r > 2 else "does not hold here"))
+        else:
+            out.append(_claim(f"KEYS-1-{sysname}", "E001-KEYS", name, "> 2x", None, "not tested (no runs)"))
+    out.append(_ratio_claim("KEYS-2", "E001-KEYS", "Kafka max read throughput is more than 37% lower with keys (1 partition)",
+                            "-37%", 0.63, _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1),
+                            _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1, "nokey"), reads=True, direction="<="))
+    pairs = []
+    for size in (100, 10_000):
+        for parts in (1, 16):
+            pairs += _common(_curve(rows, "pravega", "L1", None, size, parts), _curve(rows, "pravega", "L1", None, size, parts, "nokey"))
+    pairs = [(k, n) for k, n in pairs if k["e2e_p95_ms"] and n["e2e_p95_ms"]]
+    if pairs:
+        rs = [k["e2e_p95_ms"] / n["e2e_p95_ms"] for k, n in pairs]
+        worst = max(rs, key=lambda r: abs(r - 1))
+        out.append(_claim("KEYS-3", "E001-KEYS", "Pravega shows no significant difference with routing keys (end-to-end p95)",
+                          "no key penalty", f"keyed / NO_KEY p95: {', '.join(f'{r:.2f}' for r in rs)}",
+                          "holds" if abs(worst - 1) <= 0.25 else "does not hold here"))
+    else:
+        out.append(_claim("KEYS-3", "E001-KEYS", "Pravega shows no significant difference with routing keys (end-to-end p95)",
+                          "no key penalty", None, "not tested (no runs)"))
+    cav = caveat(rows)
+    for c in out:
+        c["caveat"] = cav if c["this_testbed"] is not None else "no study-001 run of this configuration on this testbed"
+    return out
+
+
+def _base(testbed: str) -> str:
+    return testbed.removesuffix(" (suspect)")
+
+
+def caveat(rows: list[dict]) -> str:
+    tbs = sorted({_base(r["testbed"]) for r in rows})
+    if not tbs:
+        return ""
+    top = max((r["publish_eps"] for r in rows if r["message_bytes"] == 100), default=0)
+    return (f"{', '.join(tbs)}: {'one machine, loopback 3-node clusters' if any(t.startswith(('local', 'ci')) for t in tbs) else 'a fleet'}"
+            f"; 100 B sweep up to {top:,.0f} e/s (the study: AWS i3.4xlarge, one NVMe drive per journal or log, up to ~1 M e/s)")
+
+
+# ---------------------------------------------------------------- entry point
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--raw", type=Path, required=True)
+    ap.add_argument("--reference", type=Path, required=True)
+    ap.add_argument("--tables", type=Path)
+    ap.add_argument("--figures", type=Path)
+    ap.add_argument("--id", default="all", help="a figure id, 'tables', or 'all'")
+    ap.add_argument("--png-scale", type=float, default=2.0)
+    ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
+                    help="runs workloads.run judged suspect: labelled '<testbed> (suspect)' or left out")
+    a = ap.parse_args(argv)
+    if a.id not in (*FIGURE_IDS, "tables", "all"):
+        print(f"error: --id: unknown figure '{a.id}' (known: {', '.join(FIGURE_IDS)}, tables, all)", file=sys.stderr)
+        return 2
+    try:
+        rows = runs(a.raw, a.suspect)
+        pub = published(a.reference)
+        if a.id in ("tables", "all"):
+            if a.tables is None:
+                raise InputError("(command line)", "--tables", "needed for the tables")
+            ordered = sorted(rows, key=lambda r: (r["system"], r["level"], r["variant"] or "", r["message_bytes"],
+                                                  r["partitions"], r["keys"], r["study_rate"] or 0))
+            for tid, cols, md_cols, rr in (("study001-runs", RUN_COLS, MD_RUN_COLS, ordered),
+                                           ("study001-claims", CLAIM_COLS, CLAIM_COLS, claims(rows, pub))):
+                write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rr))
+                write_text_atomic(a.tables / f"{tid}.md", to_md(md_cols, rr))
+        for fid in FIGURE_IDS if a.id == "all" else ([a.id] if a.id in FIGURE_IDS else []):
+            if a.figures is None:
+                raise InputError("(command line)", "--figures", "needed for the figures")
+            chart, caption, alt_text = figure(rows, pub, fid)
+            save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""analysis.study001: study-001 runs read from data/raw, latency-vs-throughput figures, claims with verdicts."""
+import csv
+import json
+
+import pytest
+
+from analysis import study001
+from analysis.tests import fixtures
+from analysis.tests.paths import REFERENCE
+from analysis.tests.test_figures import _overlapping_words
+
+W1 = "1-topic-1-partition-100b-1p-1c-keyed-10k"
+W1N = "1-topic-1-partition-100b-1p-1c-nokey-10k"
+W16 = "1-topic-16-partitions-100b-1p-16c-keyed-10k"
+L1 = "1-topic-1-partition-10kb-1p-1c-keyed-10k"
+L16 = "1-topic-16-partitions-10kb-1p-16c-keyed-10k"
+
+
+def result(p95_ms: float, offered: float, achieved: float, e2e_ms: float | None = None, consumed: float | None = None,
+           suspect: bool = False) -> dict:
+    """A runner result whose publish (and end-to-end) latency is p95_ms (e2e_ms) for every sample."""
+    d = fixtures.streambench(publish_us=[int(p95_ms * 1000)] * 50, e2e_us=[int((e2e_ms or 2 * p95_ms) * 1000)] * 50)
+    d["consumeRate"] = [consumed if consumed is not None else achieved] * len(d["consumeRate"])
+    d["x-streambench"]["producerRate"] = {"target": offered, "achieved": achieved}
+    if suspect:
+        d["x-streambench"]["testbedHost"] = {"validity": {"status": "suspect", "reasons": ["load"]}}
+    return d
+
+
+def put(raw, system, level_dir, workload, rate, doc, testbed="local"):
+    return fixtures.write(raw / testbed / system / level_dir / f"{workload}--rate-{rate}" / "rep-1.json", doc)
+
+
+@pytest.fixture
+def raw(tmp_path):
+    """A local sweep of two points (200 and 4 000 e/s offered) where nothing saturates, as the local scale runs it,
+    plus runs study 001 does not read (another study's workload, a tuned run)."""
+    raw = tmp_path / "raw"
+    for rate, off in ((10000, 200), (200000, 4000)):
+        put(raw, "pravega", "L1+stock", W1, rate, result(3.0 + off / 4000, off, off, e2e_ms=5.0))
+        put(raw, "pravega", "L1+stock", W1N, rate, result(3.0, off, off, e2e_ms=5.2))
+        put(raw, "pravega", "L2+stock", W1, rate, result(2.5 + off / 4000, off, off))
+        put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, rate, result(2.0 + off / 4000, off, off, e2e_ms=30.0))
+        put(raw, "kafka", "L2+stock+batch-128k-1ms", W1N, rate, result(2.0, off, off, e2e_ms=10.0))
+        put(raw, "kafka", "L1+stock+batch-128k-1ms", W1, rate, result(6.0, off, off))
+        put(raw, "pulsar", "L1+stock+batch-128k-1ms", W1, rate, result(5.0, off, off, e2e_ms=14.0))
+        put(raw, "pulsar", "L1+stock+batch-128k-1ms", W1N, rate, result(5.0, off, off, e2e_ms=13.0))
+    for rate, off in ((10000, 200), (40000, 800)):
+        put(raw, "pravega", "L1+stock", L1, rate, result(4.0, off, off))
+        put(raw, "kafka", "L2+stock+batch-128k-1ms", L1, rate, result(3.0, off, off))
+    put(raw, "kafka", "L2+stock+batch-1m-10ms", W1, 200000, result(12.0, 4000, 4000))
+    put(raw, "pulsar", "L1+stock+no-batch", W1, 200000, result(4.0, 4000, 4000, suspect=True))
+    fixtures.write(raw / "local" / "kafka" / "L1" / f"{W1}--rate-10000" / "rep-1.json", result(1.0, 200, 200))
+    fixtures.write(raw / "local" / "kafka" / "L1+stock" / "1-topic-1-partition-100b-1p-1c-50k" / "rep-1.json", {})
+    return raw
+
+
+def by_id(cl):
+    return {c["id"]: c for c in cl}
+
+
+def test_runs_read_study_001_files_with_their_configuration(raw):
+    rows = study001.runs(raw)
+    assert len(rows) == 2 * 8 + 2 * 2 + 2  # the tuned run and study 002's workload are not read
+    r = next(r for r in rows if r["system"] == "kafka" and r["variant"] == "batch-1m-10ms")
+    assert (r["level"], r["partitions"], r["message_bytes"], r["keys"], r["study_rate"]) == ("L2", 1, 100, "keyed", 200000)
+    assert r["publish_p95_ms"] == pytest.approx(12.0, rel=0.01) and r["publish_eps"] == 4000
+    big = next(r for r in rows if r["message_bytes"] == 10_000 and r["study_rate"] == 40000 and r["system"] == "pravega")
+    assert big["publish_mbps"] == pytest.approx(8.0)
+    assert next(r for r in rows if r["variant"] == "no-batch")["testbed"] == "local (suspect)"
+    assert not [r for r in study001.runs(raw, suspect="exclude") if r["variant"] == "no-batch"]
+
+
+def test_claims_judge_what_the_sweep_can_show_and_say_what_it_cannot(raw):
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["ING-1"]["verdict"] == "holds" and "max 4.0 ms" in cl["ING-1"]["this_testbed"]
+    # no point saturated: the maxima are not testable here, and the verdict says so instead of comparing
+    for cid in ("ING-2", "ING-4", "DUR-1", "BATCH-1", "TAIL-2", "KEYS-2"):
+        assert cl[cid]["verdict"].startswith("not testable at this scale"), cid
+    # no run of a configuration: "not tested", and the caveat says why
+    for cid in ("ING-3", "DUR-2a", "DUR-4", "BATCH-2", "TAIL-4", "LARGE-16-pulsar", "LARGE-1-pulsar"):
+        assert cl[cid]["verdict"] == "not tested (no runs)", cid
+        assert cl[cid]["caveat"].startswith("no study-001 run"), cid
+    assert cl["DUR-3"]["verdict"].startswith("holds")  # Kafka (no flush) below Pravega (flush) at both rates
+    assert cl["DUR-5"]["verdict"] == "holds"  # no flush helps 11-14 %
+    assert cl["BATCH-3"]["verdict"] == "holds"  # Pravega 3.05 / 4 ms under Pulsar's 5 ms
+    assert cl["TAIL-1"]["verdict"] == "holds"  # Pulsar e2e p95 14 ms
+    assert cl["KEYS-1-kafka"]["verdict"] == "holds" and cl["KEYS-1-pulsar"]["verdict"] == "does not hold here"
+    assert cl["KEYS-3"]["verdict"] == "holds"  # Pravega keyed / NO_KEY 0.96
+    assert "local: one machine" in cl["ING-1"]["caveat"]
+    # every finding of studies.md §001.4 that the testbed can run has a row (HIST and SCALE are not run)
+    assert {c["experiment"] for c in cl.values()} == {"E001-ING", "E001-DUR", "E001-BATCH", "E001-LARGE",
+                                                      "E001-TAIL", "E001-KEYS"}
+
+
+def test_claims_fail_when_the_data_contradict_them(tmp_path):
+    raw = tmp_path / "raw"
+    # a saturated sweep: Pravega keeps 600K of 1M e/s, Kafka 500K; Pravega's p95 reaches 25 ms
+    for rate, pv, kf in ((100000, 100000, 100000), (1000000, 600000, 500000)):
+        put(raw, "pravega", "L1+stock", W1, rate, result(25.0 if rate == 1000000 else 3.0, rate, pv))
+        put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, rate, result(2.0, rate, kf))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["ING-1"]["verdict"] == "does not hold here"
+    assert cl["ING-2"]["verdict"] == "differs by -40%"  # 600K against the study's ~1M
+    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+20%, printed +73%)"
+    assert "+20%" in cl["DUR-1"]["this_testbed"]
+    # and one that holds: +80 % when both saturate
+    put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, 1000000, result(2.0, 1000000, 333000))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "holds"
+    # Kafka ahead: neither the size nor the direction
+    put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, 1000000, result(2.0, 1000000, 700000))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "does not hold here"
+
+
+def test_a_max_run_makes_the_maxima_testable(raw):
+    """The local scale's -max runs (rate discovery, no offered rate) are the curves' right ends: the maximum is
+    known even though no sweep point saturated."""
+    for system, level_dir, eps in (("pravega", "L1+stock", 9000.0), ("kafka", "L2+stock+batch-128k-1ms", 6000.0),
+                                   ("pulsar", "L1+stock+batch-128k-1ms", 8000.0)):
+        d = result(8.0, 0, eps, consumed=eps)
+        d["x-streambench"]["producerRate"]["target"] = None
+        fixtures.write(raw / "local" / system / level_dir / "1-topic-1-partition-100b-1p-1c-keyed-max" / "rep-1.json", d)
+    rows = study001.runs(raw)
+    assert {r["sweep_point"] for r in rows if r["system"] == "pravega"} >= {"max", "10000", "200000"}
+    cl = by_id(study001.claims(rows, study001.published(REFERENCE)))
+    assert cl["ING-2"]["verdict"] == "differs by -99%" and cl["ING-2"]["this_testbed"] == "9,000 e/s"
+    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+50%, printed +73%)"
+    assert cl["TAIL-3"]["verdict"] == "direction holds, size does not (+33%, printed +56%)"
+    assert cl["ING-1"]["verdict"] == "holds"  # 8 ms at the maximum is still single-digit
+    # the max point is the last of its curve in the figure
+    pts = [p for p in study001.points(rows, "study001-tail") if p["series"] == "Pravega (flush)"]
+    assert [p["x"] for p in pts] == [200, 4000, 9000]
+
+
+def test_no_runs_gives_not_tested_rows_and_empty_figures(tmp_path):
+    (tmp_path / "raw").mkdir()
+    assert study001.main(["--raw", str(tmp_path / "raw"), "--reference", str(REFERENCE), "--tables",
+                          str(tmp_path / "t"), "--figures", str(tmp_path / "f"), "--id", "tables"]) == 0
+    with open(tmp_path / "t" / "study001-claims.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and {r["verdict"] for r in rows} == {"not tested (no runs)"}
+    assert (tmp_path / "t" / "study001-runs.md").read_text().count("\n") == 2  # header only
+
+
+def test_points_follow_the_studys_axes(raw):
+    rows = study001.runs(raw)
+    pts = study001.points(rows, "study001-dur")
+    assert {p["series"] for p in pts} == {"Pravega (flush)", "Pravega (no flush)", "Kafka (flush, 128 KB / 1 ms)",
+                                          "Kafka (no flush, 128 KB / 1 ms)"}
+    assert {p["default"] for p in pts if p["series"].startswith("Pravega (no")} == {False}
+    large = study001.points(rows, "study001-large")
+    assert large and all(p["mbps"] and p["x"] in (2.0, 8.0) for p in large)  # MB/s for 10 KB
+    keys = study001.points(rows, "study001-keys")
+    assert "Kafka (no flush, 128 KB / 1 ms), NO_KEY" in {p["series"] for p in keys}
+    tail = study001.points(rows, "study001-tail")
+    ys = [p["y"] for p in tail if p["system"] == "pulsar"]
+    assert len(ys) == 2 and ys == pytest.approx([14.0, 14.0], rel=0.01)  # end to end
+
+
+def test_figures_render_with_captions_and_print_no_word_over_another(raw, tmp_path):
+    out = tmp_path / "fig"
+    assert study001.main(["--raw", str(raw), "--reference", str(REFERENCE), "--figures", str(out), "--id", "all",
+                          "--tables", str(tmp_path / "t"), "--png-scale", "1"]) == 0
+    for fid in study001.FIGURE_IDS:
+        meta = json.loads((out / f"{fid}.json").read_text())
+        assert meta["caption"] and meta["alt"], fid
+        assert (out / f"{fid}.svg").stat().st_size > 1000, fid
+    assert _overlapping_words(out / "study001-large.pdf") == []
+    assert _overlapping_words(out / "study001-dur.pdf") == []
+    # the study's published maxima are drawn where the figure has them
+    assert "study 001 (published" in (out / "study001-large.svg").read_text()
+
+
+def test_unknown_figure_id_is_one_error_line(tmp_path, capsys):
+    assert study001.main(["--raw", str(tmp_path), "--reference", str(REFERENCE), "--id", "study001-nope"]) == 2
+    assert "--id: unknown figure 'study001-nope'" in capsys.readouterr().err
