@@ -61,6 +61,7 @@ FLUSH_SECONDS = 45.0   # bound on waiting for the last acknowledgements after th
 READ_SECONDS = 120.0   # bound on reading the topic back
 SETTLE_SECONDS = 3.0   # traffic past the first good send after the restart
 N_KEYS = 64
+VERIFY_SUBSCRIPTION = "fault-verify"  # Pulsar: holds the topic's data until the verifier has read it
 
 
 class Audit:
@@ -297,6 +298,14 @@ class PulsarClient:
         code, text = http("PUT", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/partitions", partitions)
         if code not in (200, 204):
             raise CellFailure("cluster", f"creating topic {topic}: {code} {text[:200]}", "set-up")
+        # a durable subscription from the start: without one Pulsar keeps nothing (retention 0) and trims every
+        # ledger that is closed, e.g. when a bookie fault rolls the ledger over; the verifier would then miss
+        # acknowledged messages the cluster deleted on purpose
+        code, text = http("PUT", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/subscription/"
+                          f"{VERIFY_SUBSCRIPTION}")
+        if code not in (200, 204):
+            raise CellFailure("cluster", f"creating subscription {VERIFY_SUBSCRIPTION} on {topic}: {code} "
+                              f"{text[:200]}", "set-up")
 
     def leader(self, topic: str) -> str:
         from systems.pulsar import http

@@ -131,6 +131,7 @@ rule fault_run:
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,
+        testbed=lambda wc: TESTBED_RUN_INPUTS(_wl_run(wc)),
     output:
         status=f"{WL_RUNS_DIR}/status/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.json",
     log:
@@ -151,13 +152,16 @@ rule fault_run:
         scale=WL_SCALE,
         seed=config["workloads"]["seed"],
         limits=WL_LIMITS,
+        # a multi-host testbed's inventory: faultrun records such runs as failed (not implemented there yet)
+        testbed_args=lambda wc: TESTBED_RUN_ARGS(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
         cluster=1,
     shell:
         "python -m workloads.faultrun --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver} --seed {params.seed}"
-        " {params.args} --result {params.result} --status {output.status} --log {log} --limits {params.limits:q}"
+        " {params.args} {params.testbed_args} --result {params.result} --status {output.status} --log {log}"
+        " --limits {params.limits:q}"
 
 
 rule faults:
