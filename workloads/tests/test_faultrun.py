@@ -9,7 +9,8 @@ from workloads import faultrun, plan, summary
 from workloads.faultrun import Audit, verdict
 
 CATALOG = plan.Catalog(
-    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass")},
+    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass"),
+            "pravega": ("L1", "L2", "L3", "L4")},
     tunings=("stock", "tuned"),
 )
 
@@ -84,8 +85,12 @@ def test_shipped_fault_experiments_and_ci_expectations():
     assert len(cells) == 4 * 4 + 6 * 5 and not any(s == "kafka" and f == "kill-bookie" for s, _, f in cells)
     assert {r.rep for r in grid} == {1, 2, 3}
     assert {r.rep for r in plan.expand(doc, CATALOG, "aws", only=["E000-FAULT"])} == set(range(1, 11))
-    claims = {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local") if r.fault}
+    claims = {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local", only=["E000-FAULTCLAIM"])}
     assert len(claims) == 20 and claims <= cells
+    # local `all` runs no fault cell until the claims' 60 runs fit its two hours (experiments.yaml, scales.local)
+    assert not [r for r in plan.expand(doc, CATALOG, "local") if r.fault]
+    # aws plans no fault run: the injector reaches one host only
+    assert not [r for r in plan.expand(doc, CATALOG, "aws") if r.fault]
     ci = [r for r in plan.expand(doc, CATALOG, "ci") if r.fault]
     assert {plan.expectation(doc, "ci", r) for r in ci} == {"zero", "some"}
     assert all(r.workload_id.endswith("--" + r.fault) for r in grid)
@@ -107,7 +112,7 @@ def test_shipped_fault_experiments_and_ci_expectations():
          "experiments.E000-FAULT.strike_at_seconds: the fault at 20-23 s"),
         (lambda d: d["scales"]["ci"]["faults"]["expect"][0].update(level="L9"),
          "scales.ci.faults.expect.0.level: unknown level 'L9'"),
-        (lambda d: d["scales"]["local"].pop("faults"), "scales.local.faults: missing"),
+        (lambda d: d["scales"]["ci"].pop("faults"), "scales.ci.faults: missing"),
     ],
 )
 def test_bad_fault_specs_fail_with_file_and_field(tmp_path, mutate, message):

@@ -94,9 +94,9 @@ def test_ci_scale_is_the_small_subset():
 def test_local_scale_covers_every_study_000_test_at_its_levels():
     doc = plan.load()
     runs = plan.expand(doc, CATALOG, "local")
-    # the fault study (issue 15) runs its claim cells here (E000-FAULTCLAIM); its whole grid is the `faults` target
-    # and E000-FAULTCI is the ci's
-    s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000" and "faults" not in x} | {"E000-FAULTCLAIM"}
+    # the fault study (issue 15) is the `faults` target here (its claim cells E000-FAULTCLAIM do not fit `all`'s two
+    # hours yet), and E000-FAULTCI is the ci's
+    s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000" and "faults" not in x}
     named = set(doc["scales"]["local"]["experiments"])
     # every study-000 test, and exactly the experiments the scale names (studies 002 and 004 in part,
     # study 003's fan-out ladder: E003-BASE on both systems; E003-SHARED is Pulsar-only and left to aws)
