@@ -3,7 +3,6 @@
 # analysis/rules.smk. One rule per figure: `snakemake paper/figures/study001-dur.svg` rebuilds exactly that one.
 AN_S001_FIGURES = ["study001-ing", "study001-dur", "study001-batch", "study001-large", "study001-tail", "study001-keys"]
 AN_S001_TABLES = ["study001-runs", "study001-claims"]
-_AN_S001_ARGS = "--raw data/raw --reference data/reference/studies.csv --suspect {params.suspect}"
 
 
 rule analysis_study001_tables:
@@ -20,7 +19,8 @@ rule analysis_study001_tables:
     log:
         "logs/analysis/study001-tables.log",
     shell:
-        "python -m analysis.study001 " + _AN_S001_ARGS + " --id tables --tables paper/tables > {log} 2>&1"
+        "python -m analysis.study001 --raw data/raw --reference data/reference/studies.csv"
+        " --suspect {params.suspect} --id tables --tables paper/tables > {log} 2>&1"
 
 
 for _an_s001 in AN_S001_FIGURES:
@@ -42,7 +42,8 @@ for _an_s001 in AN_S001_FIGURES:
         log:
             f"logs/analysis/figure-{_an_s001}.log",
         shell:
-            "python -m analysis.study001 " + _AN_S001_ARGS + " --id {params.fid} --figures paper/figures"
+            "python -m analysis.study001 --raw data/raw --reference data/reference/studies.csv"
+            " --suspect {params.suspect} --id {params.fid} --figures paper/figures"
             " --png-scale {params.scale} > {log} 2>&1"
 
 
