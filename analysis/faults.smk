@@ -6,20 +6,22 @@
 # target `faults` (workloads/rules.smk: E000-FAULT, the whole grid) that one too, so the figure waits for every run
 # of the grid. Without any (a scale without fault experiments, analysis.with_runs=false, or this file included
 # alone) the figure and tables are built from the result files on disk: an empty grid says "not run".
-import sys as _an_sys
-
 AN_FAULT_FIGURES = ["faults-lost"]
 AN_FAULT_TABLES = ["faults", "faults-claims"]
-_AN_FAULT_TARGETED = "faults" in _an_sys.argv[1:]  # the target names only reach Snakemake's DAG after parsing
-AN_FAULT_EXPERIMENTS = sorted(
-    {e for r in globals().get("WL_RUNS", []) if getattr(r, "fault", None) for e in r.experiments}
-    | ({"E000-FAULT"} if _AN_FAULT_TARGETED and "WL_FAULT_RUNS" in globals() else set())
-)
-AN_FAULT_RUN_INPUTS = (
-    [f"{WL_RUNS_DIR}/experiments/{e}.json" for e in AN_FAULT_EXPERIMENTS]
-    if _AN.get("with_runs", True) and "WL_RUNS_DIR" in globals()
-    else []
-)
+AN_FAULT_EXPERIMENTS = sorted({e for r in globals().get("WL_RUNS", []) if getattr(r, "fault", None) for e in r.experiments})
+
+
+def _an_fault_run_inputs(wildcards):
+    """The experiment summaries the fault analysis waits for. An input function, because the targets given on the
+    command line reach Snakemake (workflow.dag_settings.targets) only after the Snakefile is parsed."""
+    if not (_AN.get("with_runs", True) and "WL_RUNS_DIR" in globals()):
+        return []
+    exps = set(AN_FAULT_EXPERIMENTS)
+    if "faults" in (getattr(workflow.dag_settings, "targets", None) or ()) and "WL_FAULT_RUNS" in globals():
+        exps.add("E000-FAULT")
+    return [f"{WL_RUNS_DIR}/experiments/{e}.json" for e in sorted(exps)]
+
+
 AN_FAULT_OUTPUTS = expand("paper/figures/{f}.{ext}", f=AN_FAULT_FIGURES, ext=("svg", "png", "pdf", "json")) + expand(
     "paper/tables/{t}.{ext}", t=AN_FAULT_TABLES, ext=("csv", "md")
 )
@@ -30,7 +32,7 @@ rule analysis_faults:
     grid, the level-definition claims, figure faults-lost."""
     input:
         raw=_an_raw_inputs,
-        runs=AN_FAULT_RUN_INPUTS,
+        runs=_an_fault_run_inputs,
         code=AN_CODE,
     output:
         AN_FAULT_OUTPUTS,
