@@ -3,24 +3,10 @@ expectations in the run summary (pure logic; the ci profile runs the real fault 
 import json
 
 import pytest
-import yaml
 
 from workloads import faultrun, plan, summary
 from workloads.faultrun import Audit, verdict
-
-CATALOG = plan.Catalog(
-    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass"),
-            "pravega": ("L1", "L2", "L3", "L4")},
-    tunings=("stock", "tuned"),
-)
-
-
-def doc_with(tmp_path, mutate):
-    doc = yaml.safe_load(plan.EXPERIMENTS.read_text())
-    mutate(doc)
-    p = tmp_path / "experiments.yaml"
-    p.write_text(yaml.safe_dump(doc))
-    return p
+from workloads.tests.planfix import CATALOG, doc_with
 
 
 def _audit(n, rate=100.0, t0=1000.0, latency=0.005):

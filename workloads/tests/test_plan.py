@@ -5,20 +5,7 @@ import pytest
 import yaml
 
 from workloads import drivers, plan, scale
-
-CATALOG = plan.Catalog(
-    levels={"kafka": ("L1", "L2", "L3", "L4"), "pulsar": ("L1", "L2", "L3", "L4", "L2-bypass", "L4-bypass"),
-            "pravega": ("L1", "L2", "L3", "L4")},
-    tunings=("stock", "tuned"),
-)
-
-
-def doc_with(tmp_path, mutate):
-    doc = yaml.safe_load(plan.EXPERIMENTS.read_text())
-    mutate(doc)
-    p = tmp_path / "experiments.yaml"
-    p.write_text(yaml.safe_dump(doc))
-    return p
+from workloads.tests.planfix import CATALOG, doc_with
 
 
 def test_shipped_file_is_valid_and_every_name_resolves():
