@@ -43,12 +43,12 @@ def rss_of(doc: dict) -> dict[str, float]:
     return {n["name"]: round((rss_bytes(n["pid"]) or 0) / 2**20, 1) for n in doc["nodes"]}
 
 
-def kafka_perf(doc: dict, records: int, size: int) -> dict:
+def kafka_perf(doc: dict, records: int, size: int, topic: str = "bench-perf", rate: int = -1) -> dict:
+    """Kafka's ProducerPerformance on a new 6-partition topic of the cluster, at `rate` records/s (-1: unthrottled)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     client = doc["client"]
     bs = doc["kafka"]["bootstrapServers"]
-    topic = "bench-perf"
     admin = AdminClient({"bootstrap.servers": bs, "log_level": 2})
     admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=client["replicationFactor"],
                                   config=client["topicConfig"])])[topic].result(timeout=60)
@@ -60,7 +60,7 @@ def kafka_perf(doc: dict, records: int, size: int) -> dict:
     log4j = Path(doc["rundir"]) / "nodes" / "log4j2.properties"
     cmd = ["java", "-Xmx512m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{libs}/*",
            "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
-           "--record-size", str(size), "--throughput", "-1", "--producer-props", *props]
+           "--record-size", str(size), "--throughput", str(rate), "--producer-props", *props]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     lines = [m for m in PERF_RE.finditer(r.stdout)]
     if r.returncode != 0 or not lines:
