@@ -122,9 +122,10 @@ def disk_need_bytes(wl: dict, replicas: int, limits: dict) -> float:
 
 
 def fixed_need_bytes(system: str, storage: dict) -> float:
-    """What a cluster holds on disk before any message: Pulsar's bookie journals (each bookie keeps its current
-    journal and journalMaxBackups old ones, journalMaxSizeMB each) and one open entry log per bookie."""
-    if system != "pulsar":
+    """What a cluster holds on disk before any message: the bookie journals of Pulsar and Pravega (each of the 3 bookies
+    keeps its current journal and journalMaxBackups old ones, journalMaxSizeMB each) and one open entry log per bookie;
+    512 MB for a Kafka cluster."""
+    if system not in ("pulsar", "pravega"):
         return 512e6
     j = storage.get("journalMaxSizeMB", 2048) * 1e6 * (1 + storage.get("journalMaxBackups", 5))
     return 3 * (j + storage.get("logSizeLimit", 1 << 30)) + 256e6

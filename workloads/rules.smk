@@ -47,7 +47,8 @@ for _wl_r in WL_RUNS:  # a run of both: it belongs to the experiments of both
 # the cells' bounds (workloads/guard.py) and the systems' disk-space settings the disk estimate needs
 WL_LIMITS = json.dumps({**config["workloads"]["limits"],
                         "_storage": {"kafka": config["systems"]["kafka"]["storage"],
-                                     "pulsar": config["systems"]["pulsar"]["bookie_storage"]}}, sort_keys=True)
+                                     "pulsar": config["systems"]["pulsar"]["bookie_storage"],
+                                     "pravega": config["systems"]["pravega"]["bookie_storage"]}}, sort_keys=True)
 
 if workflow.is_main_process:
     # jobs inherit the mark: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that

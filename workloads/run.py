@@ -232,11 +232,15 @@ class Clusters:
 
 
 def replicas_of(driver: Path) -> int:
-    """How many copies of each message the cluster stores (Kafka replicationFactor, Pulsar writeQuorum)."""
+    """How many copies of each message the cluster stores (Kafka replicationFactor, Pulsar writeQuorum; Pravega: its
+    bookies' write quorum 3, which every level of durability.yaml sets and no driver file can change, plus the copy the
+    segment store moves to long-term storage, a directory of the same file system)."""
     try:
         d = yaml.safe_load(driver.read_text()) or {}
     except (OSError, ValueError):
         return 3
+    if ".pravega." in str(d.get("driverClass", "")):
+        return 3 + 1
     for k in ("replicationFactor",):
         if isinstance(d.get(k), int):
             return d[k]

@@ -4,7 +4,7 @@ search, on one cluster.
 
 A real Pravega cluster (`python -m systems up pravega --level L2`: no per-entry fsync, whose random 100-700 ms
 stalls on this shared machine decided single pairs at L1; stopped on exit) or `--cluster RUNDIR/cluster.json`.
-Both tools run the runner's max-rate search (RateSearch: double while steps pass, then bisect to 5 %; a failed step
+Both tools run the runner's max-rate search (RateSearch: grow while steps pass, then bisect to 5 %; a failed step
 is retried once; StepJudge: send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends
 without growth) with the same initial rate, steps, settle seconds, step budget and warm-up, 1 topic (stream) of
 `--partitions` segments, `--producers` writers, 1 KB, no consumers, in one JVM each with the same options (bin/omb-run's
@@ -14,17 +14,20 @@ includeTimestampInEvent as OMB's default); its number is the highest rate a step
 layout and nothing else. Pairs in ABBA order; prints every run with the load average, the medians and the ratio
 runner / plain (target >= 0.95).
 
-Defaults: 5 000 msg/s, 6 steps (5k, 10k, 20k, 40k, 80k + its retry on this machine: a 2x bracket). With 12 steps
-from 4 000 msg/s the search's overload steps (64 000 msg/s, some 190 000 events in flight in the client) brought the
-3-bookie L2 cluster of this 2-core machine down (writers: "Connection dropped", then the controller refused
-createScope), so the pairs after it could not run; a longer search needs a cluster that survives that overload.
+The search's growth factor is 1.25 here (`rateDiscovery.growthFactor`; the runner's default doubles): doubling
+from 4 000 msg/s with 12 steps put overload steps at 64 000 msg/s (some 190 000 events in flight in the client) on the
+3-bookie L2 cluster of this 2-core machine and brought it down (writers: "Connection dropped", then the controller
+refused createScope), so the pairs after it could not run; with 6 doubling steps both tools stopped at a 2x bracket
+(40 000 accepted, 80 000 rejected), which cannot tell a 10 % loss. Growing by 1.25 the first failed step lies at most
+25 % above the last passed one, and the bisection after it ends within 5 % (defaults: 16 000 msg/s, 14 steps).
 
 `--selftest`: one plain run first sets R; then the pairs compare a plain loop whose write path is capped at 90 % of R
 (a token bucket in front of writeEvent) with the plain loop, exactly as above. The check must FAIL on it; the script
 exits 0 when it does.
 
   python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2]
-         [--initial-rate 5000] [--step-seconds 4] [--max-steps 6] [--warmup 5] [--cluster CLUSTER_JSON] [--selftest]
+         [--initial-rate 16000] [--growth 1.25] [--step-seconds 4] [--max-steps 14] [--warmup 5]
+         [--cluster CLUSTER_JSON] [--selftest]
 """
 from __future__ import annotations
 
@@ -60,7 +63,7 @@ def load() -> str:
 
 def search_fields(a) -> dict:
     return {"initialRate": a.initial_rate, "stepSeconds": a.step_seconds, "settleSeconds": a.settle,
-            "maxSteps": a.max_steps, "retries": a.retries, "maxPublishDelayMs": a.max_delay_ms}
+            "maxSteps": a.max_steps, "retries": a.retries, "maxPublishDelayMs": a.max_delay_ms, "growthFactor": a.growth}
 
 
 def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
@@ -93,7 +96,7 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
 def plain(controller: str, a, cap: float = 0.0) -> dict:
     cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
     args = [controller, SCOPE, a.partitions, a.producers, 1024, a.warmup, a.initial_rate, a.step_seconds, a.settle,
-            a.max_steps, a.retries, a.max_delay_ms, cap]
+            a.max_steps, a.retries, a.max_delay_ms, cap, a.growth]
     p = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
                        capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
@@ -108,10 +111,11 @@ def main() -> int:
     ap.add_argument("--level", default="L2")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--producers", type=int, default=2)
-    ap.add_argument("--initial-rate", type=float, default=5000)
+    ap.add_argument("--initial-rate", type=float, default=16000)
+    ap.add_argument("--growth", type=float, default=1.25, help="the search's growth factor until a step fails")
     ap.add_argument("--step-seconds", type=int, default=4)
     ap.add_argument("--settle", type=int, default=1)
-    ap.add_argument("--max-steps", type=int, default=6)
+    ap.add_argument("--max-steps", type=int, default=14)
     ap.add_argument("--retries", type=int, default=1)
     ap.add_argument("--max-delay-ms", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5)

@@ -45,6 +45,10 @@ def test_disk_need_counts_replicas_discovery_and_backlog():
     assert guard.disk_need_bytes(m, 2, LIM) == pytest.approx(120e6 * (13 + 32) * 2)
     assert guard.fixed_need_bytes("pulsar", {"journalMaxSizeMB": 256, "journalMaxBackups": 1, "logSizeLimit": 2**28}) \
         == pytest.approx(3 * (512e6 + 2**28) + 256e6)
+    # Pravega's bookies are budgeted like Pulsar's (their journals), not like a Kafka cluster
+    assert guard.fixed_need_bytes("pravega", {"journalMaxSizeMB": 256, "journalMaxBackups": 1, "logSizeLimit": 2**28}) \
+        == pytest.approx(3 * (512e6 + 2**28) + 256e6)
+    assert guard.fixed_need_bytes("kafka", {}) == pytest.approx(512e6)
 
 
 def test_check_disk_refuses_with_both_numbers(tmp_path):

@@ -1,8 +1,8 @@
 package org.streambench.runner;
 
 /**
- * Max-rate discovery as a search over step verdicts (pure logic, no clock): double the rate while steps pass,
- * bisect once one has failed, and stop when the bracket is within 5 % or the step budget is spent. A failed step is
+ * Max-rate discovery as a search over step verdicts (pure logic, no clock): multiply the rate by the growth factor
+ * (2 unless the workload sets {@code growthFactor}) while steps pass, bisect once one has failed, and stop when the bracket is within 5 % or the step budget is spent. A failed step is
  * run again at the same rate (up to {@code retries} times) before the search turns down, so that one noisy step (a
  * cold JVM, a fresh topic's first segment, a neighbour's burst) cannot decide the result.
  *
@@ -12,6 +12,7 @@ package org.streambench.runner;
  */
 public final class RateSearch {  // public: bench/PlainWriterLoop runs the same search
     private final int maxSteps, retries;
+    private final double growth;
     private double lo = 0, hi = Double.POSITIVE_INFINITY, current;
     /** the rate of a measured phase after one that did not hold, relative to that one's */
     static final double REMEASURE_FACTOR = 0.8;
@@ -20,10 +21,21 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
     private boolean done;
 
     public RateSearch(double initialRate, int maxSteps, int retries) {
+        this(initialRate, maxSteps, retries, 2.0);
+    }
+
+    /**
+     * {@code growth}: the factor between a passed step and the next while no step has failed. Below 2 the first
+     * failed step lies at most (growth - 1) above the highest passed one, so a cluster is overloaded less before the
+     * bisection starts (and the search needs more steps to reach the same rate).
+     */
+    public RateSearch(double initialRate, int maxSteps, int retries, double growth) {
         if (initialRate <= 0) throw new IllegalArgumentException("initial rate must be > 0");
+        if (!(growth > 1.05)) throw new IllegalArgumentException("growth factor must be > 1.05");
         this.current = initialRate;
         this.maxSteps = maxSteps;
         this.retries = Math.max(0, retries);
+        this.growth = growth;
     }
 
     /** the rate (msg/s, all processes) of the step to run now */
@@ -60,7 +72,7 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
             done = true;
             return true;
         }
-        current = Double.isInfinite(hi) ? current * 2 : (lo + hi) / 2;
+        current = Double.isInfinite(hi) ? current * growth : (lo + hi) / 2;
         return false;
     }
 

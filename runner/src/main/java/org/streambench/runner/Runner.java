@@ -365,7 +365,7 @@ public final class Runner {
         // discovery state: one Window per step (judged after its settle seconds), the search over step verdicts
         ObjectNode rateDiscovery = null;
         ArrayNode steps = null;
-        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries) : null;
+        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries, w.discoveryGrowthFactor) : null;
         Window step = new Window(), measureWin = new Window();
         int stepIndex = 0;
         Double settledRate = discovery ? null : (double) w.producerRate;
@@ -378,6 +378,7 @@ public final class Runner {
             rateDiscovery.put("retries", w.discoveryRetries);
             rateDiscovery.put("remeasures", w.discoveryRemeasures);
             rateDiscovery.put("maxPublishDelayMs", w.discoveryMaxPublishDelayMs);
+            rateDiscovery.put("growthFactor", w.discoveryGrowthFactor);
             rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
                     + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
                     + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");

@@ -19,7 +19,7 @@ public final class Workload {
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
             "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery", "fanOut");
     static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
-            "remeasures", "maxPublishDelayMs");
+            "remeasures", "maxPublishDelayMs", "growthFactor");
     static final Set<String> FANOUT_FIELDS = Set.of("connectConcurrency", "connectDeadlineSeconds");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
@@ -42,7 +42,7 @@ public final class Workload {
     public int catchUpSubscriptions;
     public double catchUpStartBacklogGB;
     public long backlogBytes; // effective consumer backlog target in bytes (0 = off)
-    public double discoveryInitialRate = 1000;
+    public double discoveryInitialRate = 1000, discoveryGrowthFactor = 2.0;
     public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;
     /** x-streambench.fanOut: consumers connected concurrently (0 = not a fan-out workload), see FanOut */
@@ -96,6 +96,7 @@ public final class Workload {
         w.discoveryRetries = (int) rd.integer("retries", 1, 0, 10);
         w.discoveryRemeasures = (int) rd.integer("remeasures", 2, 0, 5);
         w.discoveryMaxPublishDelayMs = rd.number("maxPublishDelayMs", 200, 1, 600_000);
+        w.discoveryGrowthFactor = rd.number("growthFactor", 2.0, 1.1, 16);
         if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
             throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
                     + " s of a " + w.discoveryStepSeconds + "-s step to judge; at least 2 s are needed");

@@ -54,6 +54,23 @@ class DiscoveryTest {
     }
 
     @Test
+    void aSmallerGrowthFactorOverloadsLessBeforeItBisects() {
+        // ceiling 45 000: doubling from 5 000 first fails at 80 000 (+78 %), growth 1.25 at 47 684 (+6 %)
+        RateSearch dbl = new RateSearch(5000, 24, 1);
+        double firstFailDbl = run(dbl, r -> r <= 45_000).stream().filter(r -> r > 45_000).findFirst().orElseThrow();
+        assertEquals(80_000, firstFailDbl, 1e-9);
+        RateSearch slow = new RateSearch(5000, 24, 1, 1.25);
+        List<Double> tried = run(slow, r -> r <= 45_000);
+        assertEquals(6250, tried.get(1), 1e-9, "5 000 x 1.25");
+        double firstFail = tried.stream().filter(r -> r > 45_000).findFirst().orElseThrow();
+        assertTrue(firstFail <= 45_000 * 1.25, "first failed step " + firstFail);
+        assertTrue(slow.settled() <= 45_000 && slow.settled() >= 45_000 / 1.05, "settled " + slow.settled());
+        assertEquals(run(new RateSearch(5000, 24, 1), r -> r <= 45_000), run(new RateSearch(5000, 24, 1, 2.0), r -> r <= 45_000),
+                "the default is growth 2");
+        assertThrows(IllegalArgumentException.class, () -> new RateSearch(5000, 24, 1, 1.0));
+    }
+
+    @Test
     void noRetriesMeansOneStepPerRate() {
         RateSearch s = new RateSearch(1000, 3, 0);
         assertFalse(s.record(true));

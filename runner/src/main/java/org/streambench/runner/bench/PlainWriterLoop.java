@@ -32,9 +32,10 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>CAP_RATE (msg/s, optional, 0 = none): a token bucket in front of writeEvent that lets at most that many events
  * through per second, for the script's self-test (a write path that is deliberately slower must fail the check).
+ * GROWTH (optional, default 2): the search's growth factor (the runner's {@code rateDiscovery.growthFactor}).
  *
  *   java -cp omb-runner.jar:lib/* org.streambench.runner.bench.PlainWriterLoop CONTROLLER_URI SCOPE PARTITIONS
- *        PRODUCERS SIZE WARMUP_S INITIAL_RATE STEP_S SETTLE_S MAX_STEPS RETRIES MAX_DELAY_MS [CAP_RATE]
+ *        PRODUCERS SIZE WARMUP_S INITIAL_RATE STEP_S SETTLE_S MAX_STEPS RETRIES MAX_DELAY_MS [CAP_RATE [GROWTH]]
  */
 public final class PlainWriterLoop {
     static volatile double rate;
@@ -53,6 +54,7 @@ public final class PlainWriterLoop {
         int retries = Integer.parseInt(a[10]);
         long maxDelayMicros = Long.parseLong(a[11]) * 1000;
         double cap = a.length > 12 ? Double.parseDouble(a[12]) : 0;
+        double growth = a.length > 13 ? Double.parseDouble(a[13]) : 2.0;
         String stream = "plain-" + Long.toString(System.currentTimeMillis(), 36);
         ClientConfig cc = ClientConfig.builder().controllerURI(URI.create(controller)).build();
         try (StreamManager sm = StreamManager.create(cc)) {
@@ -78,7 +80,7 @@ public final class PlainWriterLoop {
             // warm-up at the initial rate, then the search: one step per rate, judged after its settle seconds
             long tick = System.nanoTime();
             for (int s = 0; s < warmup; s++) tick = sleepUntil(tick + 1_000_000_000L);
-            RateSearch search = new RateSearch(initial, maxSteps, retries);
+            RateSearch search = new RateSearch(initial, maxSteps, retries, growth);
             StringBuilder steps = new StringBuilder();
             while (true) {
                 double r = search.current();
