@@ -117,9 +117,8 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     for tid, (cols, rows) in tables.items():
-        report.write_text_atomic(a.out / f"{tid}.csv", report.to_csv(cols, rows))
         # the checksums stay in the CSV and the manifest: a 40-digit hex word cannot wrap in a PDF column
-        report.write_text_atomic(a.out / f"{tid}.md", report.to_md([c for c in cols if c != "blob_sha1"], rows))
+        report.write_table(a.out, tid, cols, rows, [c for c in cols if c != "blob_sha1"])
     print(f"{len(conf)} Confluent 2020 files; debate rows {len(tables['debate-2020'][1])}")
     return 0
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import InputError
+from . import InputError, cli
 from .figures import save_chart
 from .labels import parse_raw_path
 from .report import to_csv, to_md, write_text_atomic
@@ -57,7 +57,7 @@ RUN_SCHEMA = {
     "strike_at_s": pl.Float64, "down_s": pl.Float64, "targets": pl.Utf8, "acknowledged": pl.Int64, "lost": pl.Int64,
     "lost_fraction": pl.Float64, "duplicated": pl.Int64, "reordered": pl.Int64, "unacknowledged_present": pl.Int64,
     "publish_errors": pl.Int64, "unavailable_ms": pl.Float64, "recovery_ms": pl.Float64, "read": pl.Int64,
-    "file": pl.Utf8,
+    "cluster_cycle": pl.Int64, "file": pl.Utf8,
 }
 RUN_COLS = list(RUN_SCHEMA)
 CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "runs", "runs_with_loss",
@@ -115,6 +115,10 @@ def check_fault(path, f, system: str) -> dict:
     if not isinstance(t, list) or not t or not all(isinstance(x, str) and x for x in t):
         raise InputError(path, "x-streambench.fault.targets", f"not a non-empty list of node names: {t!r}")
     out["targets"] = t
+    c = f.get("clusterCycle")  # optional: results written before clusters were shared have none
+    if c is not None and (isinstance(c, bool) or not isinstance(c, int) or c < 1):
+        raise InputError(path, "x-streambench.fault.clusterCycle", f"not a positive integer: {c!r}")
+    out["clusterCycle"] = c
     if out["lost"] > out["acknowledged"]:
         raise InputError(path, "x-streambench.fault.lost",
                          f"{out['lost']} lost of {out['acknowledged']} acknowledged (more than were acknowledged)")
@@ -167,7 +171,8 @@ def read_runs(raw: Path, suspect: str = "mark") -> pl.DataFrame:
                 "duplicated": f["duplicated"], "reordered": f["reordered"],
                 "unacknowledged_present": f["unacknowledgedPresent"], "publish_errors": f["publishErrors"],
                 "unavailable_ms": f["unavailableMs"], "recovery_ms": f["recoveryMs"], "read": f["read"],
-                "file": str(p)})
+                # the cycle's number on its cluster (1: a fresh cluster; results of older runs have none)
+                "cluster_cycle": f.get("clusterCycle"), "file": str(p)})
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
@@ -413,15 +418,12 @@ def main(argv=None):
     ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
                     help="runs workloads.run judged suspect: drawn in their own colour, or left out")
     a = ap.parse_args(argv)
-    try:
+
+    def body():
         out = build(a.raw, a.testbed, a.tables, a.figures, a.derived, a.png_scale, a.suspect)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    n = len(out["runs"])
-    print(f"fault runs={n} cells_run={sum(c['status'] == 'run' for c in out['cells'])} "
-          + " ".join(f"{c['claim_id']}:{c['system']}={c['verdict']!r}" for c in out["claims"]))
-    return 0
+        print(f"fault runs={len(out['runs'])} cells_run={sum(c['status'] == 'run' for c in out['cells'])} "
+              + " ".join(f"{c['claim_id']}:{c['system']}={c['verdict']!r}" for c in out["claims"]))
+    return cli(body)
 
 
 if __name__ == "__main__":

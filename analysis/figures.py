@@ -16,7 +16,7 @@ import altair as alt
 import polars as pl
 import vl_convert as vlc
 
-from . import InputError, report
+from . import InputError, cli, report
 from .labels import PUBLISHED_TESTBED_LABEL
 from .pdfstable import stable_pdf
 
@@ -360,14 +360,12 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--png-scale", type=float, default=2.0)
     a = ap.parse_args(argv)
-    try:
+
+    def body():
         d = report.load(a.derived, names=("runs", "windows", "stats", "probes"))
         for fid in FIGURE_IDS if a.id == "all" else [a.id]:
             render(d, a.reference, fid, a.out, a.png_scale)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli(body)
 
 
 if __name__ == "__main__":

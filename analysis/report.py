@@ -281,6 +281,12 @@ def write_text_atomic(path: Path, text: str):
             os.unlink(tmp)
 
 
+def write_table(out: Path, tid: str, cols, rows, md_cols=None) -> None:
+    """One table as `<tid>.csv` (every column) and `<tid>.md` (md_cols, default all), each written atomically."""
+    write_text_atomic(out / f"{tid}.csv", to_csv(cols, rows))
+    write_text_atomic(out / f"{tid}.md", to_md(cols if md_cols is None else md_cols, rows))
+
+
 def build_tables(d, reference_csv, tables_csv=claims.TABLES_CSV) -> dict:
     with open(tables_csv, newline="") as f:
         study_rows = list(csv.DictReader(f))
@@ -385,8 +391,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     for tid, (cols, rows) in tables.items():
-        write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rows))
-        write_text_atomic(a.tables / f"{tid}.md", to_md(MD_COLUMNS.get(tid, cols), rows))
+        write_table(a.tables, tid, cols, rows, MD_COLUMNS.get(tid))
     write_text_atomic(a.variables, yaml.safe_dump(variables(d, cl, tables, a.testbed), sort_keys=False, allow_unicode=True))
     print(f"{len(tables)} tables; claims {cl.height}")
     return 0

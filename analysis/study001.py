@@ -27,10 +27,10 @@ from pathlib import Path
 
 import altair as alt
 
-from . import InputError
+from . import InputError, cli
 from . import omb
 from .figures import save_chart
-from .report import to_csv, to_md, write_text_atomic
+from .report import write_table
 
 FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large", "study001-tail", "study001-keys"]
 TABLE_IDS = ["study001-runs", "study001-claims"]
@@ -530,7 +530,8 @@ def main(argv=None):
     if a.id not in (*FIGURE_IDS, "tables", "all"):
         print(f"error: --id: unknown figure '{a.id}' (known: {', '.join(FIGURE_IDS)}, tables, all)", file=sys.stderr)
         return 2
-    try:
+
+    def body():
         rows = runs(a.raw, a.suspect)
         pub = published(a.reference)
         if a.id in ("tables", "all"):
@@ -538,19 +539,14 @@ def main(argv=None):
                 raise InputError("(command line)", "--tables", "needed for the tables")
             ordered = sorted(rows, key=lambda r: (r["system"], r["level"], r["variant"] or "", r["message_bytes"],
                                                   r["partitions"], r["keys"], r["study_rate"] or 0))
-            for tid, cols, md_cols, rr in (("study001-runs", RUN_COLS, MD_RUN_COLS, ordered),
-                                           ("study001-claims", CLAIM_COLS, CLAIM_COLS, claims(rows, pub))):
-                write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rr))
-                write_text_atomic(a.tables / f"{tid}.md", to_md(md_cols, rr))
+            write_table(a.tables, "study001-runs", RUN_COLS, ordered, MD_RUN_COLS)
+            write_table(a.tables, "study001-claims", CLAIM_COLS, claims(rows, pub))
         for fid in FIGURE_IDS if a.id == "all" else ([a.id] if a.id in FIGURE_IDS else []):
             if a.figures is None:
                 raise InputError("(command line)", "--figures", "needed for the figures")
             chart, caption, alt_text = figure(rows, pub, fid)
             save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli(body)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import altair as alt
 
-from . import InputError
+from . import InputError, cli
 from .claims import verdict
 from .figures import save_chart
-from .report import to_csv, to_md, write_text_atomic
+from .report import write_table
 
 FIGURE_IDS = ["study003-connection-time", "study003-p99", "study003-histogram"]
 TABLE_IDS = ["study003-fanout", "study003-claims"]
@@ -221,22 +221,17 @@ def main(argv=None):
     ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
                     help="runs workloads.run judged suspect: labelled '<testbed> (suspect)' or left out")
     a = ap.parse_args(argv)
-    try:
+
+    def body():
         ours = runs(a.raw, a.suspect)
         pub = published(a.reference)
         rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
-        cl = claims(pub, ours)
-        for tid, cols, md_cols, rr in (("study003-fanout", TABLE_COLS, MD_COLS, rows),
-                                       ("study003-claims", CLAIM_COLS, CLAIM_COLS, cl)):
-            write_text_atomic(a.tables / f"{tid}.csv", to_csv(cols, rr))
-            write_text_atomic(a.tables / f"{tid}.md", to_md(md_cols, rr))
+        write_table(a.tables, "study003-fanout", TABLE_COLS, rows, MD_COLS)
+        write_table(a.tables, "study003-claims", CLAIM_COLS, claims(pub, ours))
         for fid, build in BUILDERS.items():
             chart, caption, alt_text = build(pub, ours)
             save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli(body)
 
 
 if __name__ == "__main__":

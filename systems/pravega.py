@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import durability as dur
-from .pulsar import _bookie_writable, _get_json, _s, http, zk_ok
+from .pulsar import _bookie_writable, _get_json, _s, http, read_bookie_settings, zk_ok
 from .util import SystemsError
 
 BOOKIES = 3
@@ -313,22 +313,9 @@ def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
     (/api/v1/ledger/list, /api/v1/ledger/metadata). Fail on any difference."""
     ss = dur.server_settings("pravega", run.level, run.tuning, run.durability)
     nodes = {n["name"]: n for n in run.nodes}
-    mismatches: list[str] = []
-    eff: dict[str, Any] = {"bookies": {}}
-    want_k = {k: _s(v) for k, v in ss["bookie"].items()}
-    http_ports = []
-    for n in run.nodes:
-        if n["role"] != "bookie":
-            continue
-        base = f"http://127.0.0.1:{n['ports']['http']}"
-        http_ports.append(base)
-        cfg = _get_json(f"{base}/api/v1/config/server_config")
-        got = {k: (None if cfg.get(k) is None else _s(cfg.get(k))) for k in want_k}
-        eff["bookies"][n["name"]] = got
-        for k, v in want_k.items():
-            if got[k] != v:
-                mismatches.append(f"{n['name']} {k}={got[k]} (want {v})")
-    bk = http_ports[0]
+    eff: dict[str, Any] = {}
+    eff["bookies"], mismatches = read_bookie_settings(run.nodes, {k: _s(v) for k, v in ss["bookie"].items()})
+    bk = next(f"http://127.0.0.1:{n['ports']['http']}" for n in run.nodes if n["role"] == "bookie")
     listed = _get_json(f"{bk}/api/v1/bookie/list_bookies/?type=rw&print_hostnames=false") or {}
     eff["registeredBookies"] = sorted(listed)
     if len(listed) < ss["bookkeeper"]["ensemble"]:

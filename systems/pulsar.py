@@ -277,6 +277,21 @@ def _bookie_writable(hport: int, host: str = "127.0.0.1") -> bool:
     return bool(st.get("running")) and not st.get("readOnly", False)
 
 
+def read_bookie_settings(nodes: list[dict], want: dict[str, str]) -> tuple[dict[str, dict], list[str]]:
+    """Each bookie's effective values of the keys in `want` (strings, `_s`), read back from its HTTP admin
+    (/api/v1/config/server_config); and one mismatch line per key that differs. Pulsar's and Pravega's bookies."""
+    got_all: dict[str, dict] = {}
+    mismatches: list[str] = []
+    for n in nodes:
+        if n["role"] != "bookie":
+            continue
+        cfg = _get_json(f"http://{n.get('host') or '127.0.0.1'}:{n['ports']['http']}/api/v1/config/server_config")
+        got = {k: (None if cfg.get(k) is None else _s(cfg.get(k))) for k in want}
+        got_all[n["name"]] = got
+        mismatches += [f"{n['name']} {k}={got[k]} (want {v})" for k, v in want.items() if got[k] != v]
+    return got_all, mismatches
+
+
 def _s(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
@@ -327,19 +342,11 @@ def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
         if got_b[k] != v:
             mismatches.append(f"broker {k}={got_b[k]} (want {v})")
 
-    eff["bookies"] = {}
     want_k = {k: _s(v) for k, v in ss["bookie"].items()}
     if getattr(run, "faults", False):  # a fault cluster's bookie settings are read back too
         want_k.update({k: _s(v) for k, v in (run.cfg["pulsar"].get("fault_bookie") or {}).items()})
-    for n in run.nodes:
-        if n["role"] != "bookie":
-            continue
-        cfg = _get_json(f"http://{n.get('host') or '127.0.0.1'}:{n['ports']['http']}/api/v1/config/server_config")
-        got = {k: (None if cfg.get(k) is None else _s(cfg.get(k))) for k in want_k}
-        eff["bookies"][n["name"]] = got
-        for k, v in want_k.items():
-            if got[k] != v:
-                mismatches.append(f"{n['name']} {k}={got[k]} (want {v})")
+    eff["bookies"], bad = read_bookie_settings(run.nodes, want_k)
+    mismatches += bad
     bookies = _get_json(f"{base}/admin/v2/bookies/all")
     registered = [b.get("bookieId") for b in (bookies or {}).get("bookies", [])]
     eff["registeredBookies"] = registered

@@ -1,6 +1,17 @@
-"""Run one fault cell (issue 15): a fresh cluster, keyed traffic at a fixed rate with an audit of every acknowledged
-send, a fault at a seeded time of the measured phase, the restart, then a verifier that reads the whole topic back
-from the beginning and joins it with the audit. The verdict goes into the result file under `x-streambench.fault`.
+"""Run one fault cell (issue 15): a cluster, keyed traffic on a new topic at a fixed rate with an audit of every
+acknowledged send, a fault at a seeded time of the measured phase, the restart, then a verifier that reads the whole
+topic back from the beginning and joins it with the audit. The verdict goes into the result file under
+`x-streambench.fault`.
+
+One cluster, several cycles: with `--keep-cluster` (the Snakemake rule) a cycle that ended well leaves its cluster
+running, its topic deleted, and the next fault run of the same cluster key (workloads/plan.py: system, level, tuning;
+faultfs or not) runs its cycle there instead of starting a cluster (a start is 20-40 s of a 60-s run on this
+machine). Before a cycle on such a cluster every node must run (`systems status`) and the cluster must serve: all
+Kafka brokers registered, the Pulsar broker's health check (a write and read through the bookies) passing; a faultfs
+cluster is checkpointed first (what a kernel's periodic write-back would have made durable between two cycles), so
+a power loss drops only what its own cycle wrote without a sync. The result records the cycle's number on its
+cluster (`clusterCycle`, 1 = a cluster started for it). A cycle that failed, or any interruption, stops the cluster:
+the next run starts a fresh one. Without `--keep-cluster` the cluster is stopped after the run, as before.
 
     python -m workloads.faultrun --clusters data/runs/<tb>/clusters --testbed <tb> --scale <scale> \\
         --system kafka --level L1 --tuning stock --workload <omb workload> --fault crash-all --rep 1 \\
@@ -17,8 +28,7 @@ files (the command, directory, log and variables `up` recorded; ZooKeeper first,
 The strike comes from a hook process (`--hook`) started with the cycle, its imports done, waiting on its stdin: the
 traffic's timer writes one line there at the planned time, so no Python start-up lies between the planned time and
 the kill. A node that is not back (its ports listening) within restartDeadlineSeconds makes the run failed, with the
-node's log tail; the cluster is torn down either way (a fault run never reuses a cluster) and partial results never
-reach data/raw. SIGTERM/SIGINT/SIGHUP: the hook is stopped (TERM, KILL after 5 s), then the cluster.
+node's log tail; the cluster is then torn down, and partial results never reach data/raw. SIGTERM/SIGINT/SIGHUP: the hook is stopped (TERM, KILL after 5 s), then the cluster.
 
 The verdict (never inferred from rates):
   acknowledged           sends the cluster acknowledged
@@ -178,6 +188,25 @@ class KafkaClient:
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 2})
         self.nodes_by_id = {n["id"]: n["name"] for n in cluster["nodes"]}
 
+    def wait_serving(self, seconds: float) -> None:
+        """Every broker of cluster.json registered in the metadata (a restarted broker listens before it is)."""
+        want = set(self.nodes_by_id)
+        deadline = time.monotonic() + seconds
+        got: set = set()
+        while time.monotonic() < deadline:
+            try:
+                got = set(self.admin.list_topics(timeout=5).brokers)
+            except Exception:
+                got = set()
+            if want <= got:
+                return
+            time.sleep(0.5)
+        raise CellFailure("cluster", f"brokers {sorted(want - got)} not registered {seconds:.0f} s after the last "
+                          "cycle", "set-up")
+
+    def delete_topic(self, topic: str) -> None:
+        self.admin.delete_topics([topic])[topic].result(30)
+
     def create_topic(self, topic: str, partitions: int) -> None:
         from confluent_kafka.admin import NewTopic
 
@@ -306,6 +335,28 @@ class PulsarClient:
         if code not in (200, 204):
             raise CellFailure("cluster", f"creating subscription {VERIFY_SUBSCRIPTION} on {topic}: {code} "
                               f"{text[:200]}", "set-up")
+
+    def wait_serving(self, seconds: float) -> None:
+        """The broker's health check passes: it writes and reads a heartbeat topic through the bookies."""
+        from systems.pulsar import http
+
+        deadline = time.monotonic() + seconds
+        code, text = 0, ""
+        while time.monotonic() < deadline:
+            code, text = http("GET", f"{self.http}/admin/v2/brokers/health", timeout=30)
+            if code == 200:
+                return
+            time.sleep(1)
+        raise CellFailure("cluster", f"broker health check failing {seconds:.0f} s after the last cycle: {code} "
+                          f"{text[:200]}", "set-up")
+
+    def delete_topic(self, topic: str) -> None:
+        from systems.pulsar import http
+
+        code, text = http("DELETE", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/partitions?force=true",
+                          timeout=60)
+        if code not in (200, 204):
+            raise RuntimeError(f"deleting {topic}: {code} {text[:200]}")
 
     def leader(self, topic: str) -> str:
         from systems.pulsar import http
@@ -597,7 +648,7 @@ def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Aud
 
 def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: Path, clusters: Path, log: Path,
             driver: Path, seed: int, experiments: Path = plan.EXPERIMENTS, limits: dict | None = None,
-            inventory: str | None = None) -> dict:
+            inventory: str | None = None, keep_cluster: bool = False) -> dict:
     doc = plan.load(experiments)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
@@ -638,11 +689,23 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["faultPlan"] = dict(fault, rateMsgs=rate, testSeconds=seconds)
         up_args = ("--faults",) + (("--faultfs",) if run.fault == "power-loss" else ())
         t_up = time.monotonic()
+        before = cl.read()
         rundir = cl.ensure(run, log, 0.0, up_args=up_args)
-        record["clusterUpSeconds"] = round(time.monotonic() - t_up, 1)
+        reused = bool(before) and before.get("dir") == str(rundir)
+        record["clusterUpSeconds"] = 0.0 if reused else round(time.monotonic() - t_up, 1)
+        cycle = _next_cycle(rundir)
+        record.update(clusterDir=str(rundir), clusterCycle=cycle)
+        fault["clusterCycle"] = cycle
         cluster = json.loads((rundir / "cluster.json").read_text())
+        if reused and cluster.get("faultfs"):
+            from systems import faultfs
+
+            faultfs.checkpoint_all(rundir)
         topic = f"fault-{uuid.uuid4().hex[:10]}"
         client = KafkaClient(cluster, drv) if run.system == "kafka" else PulsarClient(cluster, drv, log)
+        t_serve = time.monotonic()
+        client.wait_serving(float(timing["restartDeadlineSeconds"]))
+        record["servingWaitSeconds"] = round(time.monotonic() - t_serve, 1)
         client.create_topic(topic, partitions)
         leader = client.leader(topic)
         fault["targets"] = targets(run.fault, cluster, leader, strike)
@@ -706,9 +769,15 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         result.parent.mkdir(parents=True, exist_ok=True)
         scale.write_atomic(tmp, json.dumps(res, indent=2) + "\n")
         os.replace(tmp, result)
+        if keep_cluster:  # the next cycle on this cluster starts without this one's data
+            try:
+                client.delete_topic(topic)
+            except Exception as exc:
+                with open(log, "a") as fh:
+                    fh.write(f"deleting {topic} after the cycle: {exc}\n")
         record.update(status="ok", result=str(result), fault={k: fault[k] for k in (
             "type", "targets", "strikeAtSeconds", "acknowledged", "lost", "duplicated", "reordered",
-            "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read")})
+            "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read", "clusterCycle")})
     except (Exception, KeyboardInterrupt) as exc:
         reason = exc.reason if isinstance(exc, CellFailure) else ("interrupted" if isinstance(exc, KeyboardInterrupt)
                                                                   else "error")
@@ -720,7 +789,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             record["endedAt"] = now()
             scale.write_atomic(status, json.dumps(record, indent=2) + "\n")
             raise
-    _stop_all(hook, client, cl, log, failed=record["status"] != "ok")
+    _stop_all(hook, client, cl, log, failed=record["status"] != "ok",
+              keep=keep_cluster and record["status"] == "ok")
     for s_, h in old.items():
         signal.signal(s_, h)
     record["endedAt"] = now()
@@ -728,8 +798,20 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
     return record
 
 
-def _stop_all(hook, client, cl, log, failed=False) -> None:
-    """The hook first (it may be restarting nodes), then the clients, then the cluster (never reused)."""
+def _next_cycle(rundir: Path) -> int:
+    """The number of this cycle on the cluster in rundir (1: the cluster's first), counted in a file beside it."""
+    f = rundir / "fault-cycles"
+    try:
+        n = int(f.read_text().strip()) + 1
+    except (OSError, ValueError):
+        n = 1
+    f.write_text(f"{n}\n")
+    return n
+
+
+def _stop_all(hook, client, cl, log, failed=False, keep=False) -> None:
+    """The hook first (it may be restarting nodes), then the clients, then the cluster (unless `keep`: a cycle that
+    ended well leaves it to the next fault run of its key)."""
     if hook is not None:
         hook.stop()
     if client is not None:
@@ -737,6 +819,8 @@ def _stop_all(hook, client, cl, log, failed=False) -> None:
             client.close()
         except Exception:
             pass
+    if keep:
+        return
     cur = (cl.read() or {}).get("dir")
     try:
         cl.down(log, failed=failed)
@@ -783,6 +867,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log")
     ap.add_argument("--limits", default="{}")
     ap.add_argument("--inventory")
+    ap.add_argument("--keep-cluster", action="store_true",
+                    help="leave the cluster running after a cycle that ended well, for the next fault run of its key")
     a = ap.parse_args(argv)
     if a.hook:
         return hook_main(a.rundir, a.targets.split(","), a.down, a.power_loss, a.restart_deadline)
@@ -796,7 +882,7 @@ def main(argv=None) -> int:
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, None, a.workload, None, a.rep, exps, a.default_tuning, a.fault)
     rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), Path(a.clusters), Path(a.log),
-                  Path(a.driver), a.seed, Path(a.experiments), json.loads(a.limits), a.inventory)
+                  Path(a.driver), a.seed, Path(a.experiments), json.loads(a.limits), a.inventory, a.keep_cluster)
     f = rec.get("fault") or {}
     print(f"{rec['run']}: {rec['status']}" + (f" ({rec.get('error', '').splitlines()[0]})" if rec["status"] != "ok"
                                              else f" ({f.get('lost')} lost of {f.get('acknowledged')} acknowledged)"))

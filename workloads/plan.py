@@ -77,10 +77,13 @@ class Run:
 
     @property
     def cluster_key(self) -> str:
-        """Runs with the same key share one running cluster (client variants do not need a restart); a fault run
-        has a cluster of its own."""
+        """Runs with the same key share one running cluster (client variants do not need a restart). Fault runs have
+        clusters of their own (started with `--faults`), shared by the fault runs of one level: one for the process
+        faults, one on faultfs mounts for power-loss; each run is a cycle on its own topic (workloads/faultrun.py)."""
         base = f"{self.system}-{self.level}-{self.tuning}"
-        return base if self.fault is None else f"{base}-{self.fault}-rep{self.rep}"
+        if self.fault is None:
+            return base
+        return f"{base}-faults" + ("-faultfs" if self.fault == "power-loss" else "")
 
     @property
     def key(self) -> str:

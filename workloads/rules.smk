@@ -126,7 +126,8 @@ rule benchmark_run:
 
 
 rule fault_run:
-    """One fault cell (issue 15, workloads/faultrun.py): a fresh cluster, traffic, the fault, the restart, the verdict."""
+    """One fault cell (issue 15, workloads/faultrun.py): traffic on a new topic, the fault, the restart, the verdict;
+    on the cluster the previous fault run of its key left running (--keep-cluster), or a fresh one."""
     input:
         prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
@@ -162,7 +163,7 @@ rule fault_run:
         "python -m workloads.faultrun --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver} --seed {params.seed}"
         " {params.args} {params.testbed_args} --result {params.result} --status {output.status} --log {log}"
-        " --limits {params.limits:q}"
+        " --limits {params.limits:q} --keep-cluster"
 
 
 rule faults:

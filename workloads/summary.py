@@ -42,7 +42,8 @@ def summarise(status_dir: Path, experiment: str | None = None) -> dict:
             continue
         f = r.get("fault") if isinstance(r.get("fault"), dict) else {}
         row = {"run": r.get("run"), "status": r.get("status"), "type": f.get("type") or (r.get("faultPlan") or {}).get("type"),
-               "lost": f.get("lost"), "acknowledged": f.get("acknowledged"), "expect": r.get("faultExpect")}
+               "lost": f.get("lost"), "acknowledged": f.get("acknowledged"), "expect": r.get("faultExpect"),
+               "cycle": r.get("clusterCycle")}
         faults.append(row)
         exp = r.get("faultExpect")
         if exp and r.get("status") == "ok" and not ((exp == "zero" and f.get("lost") == 0)
@@ -78,7 +79,8 @@ def check(path: Path) -> int:
         print(f"  warning: {w['run']}: {'; '.join(w['warnings'])}")
     for f in s.get("faultRuns", []):
         print(f"  fault run: {f['run']}: {f['type']}, {f['lost']} lost of {f['acknowledged']} acknowledged"
-              + (f" (expected: {f['expect']} lost)" if f.get("expect") else ""))
+              + (f" (expected: {f['expect']} lost)" if f.get("expect") else "")
+              + (f", cycle {f['cycle']} on its cluster" if f.get("cycle") else ""))
     for f in s.get("faultExpectationsUnmet", []):
         print(f"  fault expectation not met: {f['run']}: {f['lost']} lost, expected {f['expect']}")
     return 0 if (s["runs"] > 0 and s["failed"] == 0 and s["lostMessages"] == 0 and s["duplicatedMessages"] == 0

@@ -53,4 +53,5 @@ def test_dry_run_lists_every_run_of_the_scale(tmp_path):
     assert "benchmark_run" in out and "benchmarks" in out
     counts = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines() if len(ln.split()) == 2 and ln.split()[1].isdigit()}
     assert counts.get("benchmark_run") == 8  # ci: 2 systems x 2 levels x 2 workloads x 1 repetition
-    assert counts.get("fault_run") == 2  # ci: Kafka L1 power-loss, Pulsar L4-bypass crash-all (E000-FAULTCI)
+    # ci: Kafka L1 power-loss, Pulsar L4-bypass crash-all (E000-FAULTCI), twice each (the second on the first's cluster)
+    assert counts.get("fault_run") == 4

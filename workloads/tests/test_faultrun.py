@@ -80,7 +80,11 @@ def test_shipped_fault_experiments_and_ci_expectations():
     ci = [r for r in plan.expand(doc, CATALOG, "ci") if r.fault]
     assert {plan.expectation(doc, "ci", r) for r in ci} == {"zero", "some"}
     assert all(r.workload_id.endswith("--" + r.fault) for r in grid)
-    assert len({r.cluster_key for r in grid}) == len(grid)  # a fresh cluster per fault run
+    # one cluster per system x level for the process faults and one on faultfs for power-loss, shared by their cycles
+    keys = {r.cluster_key for r in grid}
+    assert len(keys) == 2 * (4 + 6)
+    assert {r.cluster_key for r in grid if r.fault == "power-loss"} == {k for k in keys if k.endswith("-faults-faultfs")}
+    assert not keys & {r.cluster_key for r in plan.expand(doc, CATALOG, "local")}  # never a benchmark's cluster
 
 
 @pytest.mark.parametrize(

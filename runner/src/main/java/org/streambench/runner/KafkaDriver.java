@@ -173,28 +173,24 @@ final class KafkaDriver implements Driver {
         return c;
     }
 
-    private static final class KConsumer implements Consumer {
+    private static final class KConsumer extends PollingConsumer {
         final KafkaConsumer<String, byte[]> kc;
-        final Handler handler;
         final boolean autoCommit;
-        final Thread thread;
-        volatile boolean wantPause, closed;
         volatile Throwable failure;
         volatile java.util.function.Consumer<Throwable> onFailure;
 
         KConsumer(KafkaConsumer<String, byte[]> kc, Handler handler, boolean autoCommit, String name) {
+            super(name, handler);
             this.kc = kc;
-            this.handler = handler;
             this.autoCommit = autoCommit;
-            this.thread = new Thread(this::loop, name);
-            thread.setDaemon(true);
-            thread.start();
+            start();
         }
 
-        void loop() {
+        @Override
+        protected void loop() {
             try {
                 while (!closed) {
-                    if (wantPause) {
+                    if (paused) {
                         if (!kc.assignment().isEmpty()) kc.pause(kc.assignment());
                     } else if (!kc.paused().isEmpty()) {
                         kc.resume(kc.paused());
@@ -219,18 +215,7 @@ final class KafkaDriver implements Driver {
         }
 
         @Override
-        public void pause() { wantPause = true; }
-
-        @Override
-        public void resume() { wantPause = false; }
-
-        @Override
-        public void close() throws InterruptedException {
-            if (closed) return;
-            closed = true;
-            kc.wakeup();
-            thread.join(30_000);
-        }
+        protected void wake() { kc.wakeup(); } // the loop's finally commits and closes the consumer
     }
 
     @Override

@@ -295,23 +295,19 @@ final class PravegaDriver implements Driver {
         return c;
     }
 
-    private static final class Reader implements Consumer {
+    private static final class Reader extends PollingConsumer {
         final EventStreamReader<byte[]> r;
-        final Handler handler;
         final boolean segmentIsPartition;
-        final Thread thread;
-        volatile boolean paused, closed;
 
         Reader(EventStreamReader<byte[]> r, Handler handler, boolean segmentIsPartition, String name) {
+            super(name, handler);
             this.r = r;
-            this.handler = handler;
             this.segmentIsPartition = segmentIsPartition;
-            this.thread = new Thread(this::loop, name);
-            thread.setDaemon(true);
-            thread.start();
+            start();
         }
 
-        void loop() {
+        @Override
+        protected void loop() {
             while (!closed) {
                 try {
                     if (paused) {
@@ -335,16 +331,7 @@ final class PravegaDriver implements Driver {
         }
 
         @Override
-        public void pause() { paused = true; }
-
-        @Override
-        public void resume() { paused = false; }
-
-        @Override
-        public void close() throws Exception {
-            if (closed) return;
-            closed = true;
-            thread.join(CALL_TIMEOUT_MS);
+        protected void release() {
             r.close(); // goes offline at its last position: the group's other readers take its segments without duplicates
         }
     }
