@@ -85,6 +85,13 @@ public interface Driver extends AutoCloseable {
     /** Blocks until every subscription has its expected number of consumers attached (all processes). */
     void waitConsumersReady(Map<String, Integer> expectedPerSubscription, long timeoutMs) throws Exception;
 
+    /**
+     * The run's subscriptions, all processes' (before any consumer is created), for a driver whose clean-up must name
+     * them: Pravega's reader groups are objects of their own, and the process that deletes the topics may not have
+     * consumed every subscription.
+     */
+    default void runSubscriptions(List<String> names) {}
+
     void deleteTopics(List<String> topics) throws Exception;
 
     ObjectNode endpoints();

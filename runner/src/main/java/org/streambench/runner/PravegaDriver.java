@@ -48,7 +48,7 @@ final class PravegaDriver implements Driver {
     private final ReaderGroupManager groups;
     private final EventStreamClientFactory factory;
     private final List<AutoCloseable> open = new ArrayList<>();
-    private final java.util.Set<String> subscriptions = new java.util.LinkedHashSet<>(); // of this process's readers
+    private final java.util.Set<String> subscriptions = new java.util.LinkedHashSet<>(); // the run's (runSubscriptions) and this process's readers
     private volatile List<String> topics = List.of();
     private final ExecutorService admin = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "pravega-admin");
@@ -364,6 +364,11 @@ final class PravegaDriver implements Driver {
             if (System.currentTimeMillis() > deadline) throw new IllegalStateException("readers not online after " + timeoutMs + " ms: " + sb);
             Thread.sleep(200);
         }
+    }
+
+    @Override
+    public void runSubscriptions(List<String> names) {
+        synchronized (subscriptions) { subscriptions.addAll(names); }
     }
 
     @Override

@@ -245,6 +245,7 @@ public final class Runner {
             audits.add(new Audit(name, totalProducers, w.partitionsPerTopic));
             expected.put(name, w.topics * w.consumerPerSubscription);
         }
+        driver.runSubscriptions(subNames);
         int cidx = 0;
         FanOut fan = null; // fan-out workloads: consumers connect concurrently, per-consumer times (FanOut)
         if (w.fanOut()) {
