@@ -63,7 +63,7 @@ def raw(tmp_path):
                     lost = LOSSES.get((system, level, fault), [0, 0, 0])[rep - 1]
                     tg = ["kafka-0", "kafka-1", "kafka-2"] if fault in ("crash-all", "power-loss") else ["kafka-1"]
                     write(raw, system, level, fault, rep, fault_doc(fault, lost, seed=100 * rep + len(level),
-                                                                    targets=tg, suspect=(system, level, fault, rep) ==
+                                                                    targets=tg, clusterCycle=rep, suspect=(system, level, fault, rep) ==
                                                                     ("pulsar", "L1", "kill-one", 3)))
     other = raw / "local" / "kafka" / "L1+stock" / "1-topic-100-partitions-1kb-2p-2c-200k" / "rep-1.json"
     other.parent.mkdir(parents=True)
@@ -84,6 +84,8 @@ def test_runs_one_row_per_fault_file_labelled_from_its_path(raw):
     assert r["lost"] == 3900 and r["acknowledged"] == 50000 and r["lost_fraction"] == pytest.approx(0.078)
     assert (r["ack"], r["local"], r["tuning"]) == ("ack-2", "async", "stock")
     assert r["targets"] == "kafka-0 kafka-1 kafka-2" and r["file"].endswith("rep-2.json")
+    assert r["cluster_cycle"] == 2
+    assert runs.filter(runs["testbed"] == "ci")["cluster_cycle"].to_list() == [None]  # written before clusters were shared
     byp = runs.filter(runs["level"] == "L4-bypass")
     assert set(byp["local"]) == {"async (journal bypass)"} and set(byp["ack"]) == {"ack-1"}
     assert runs["suspect"].sum() == 1
@@ -169,6 +171,7 @@ def test_no_fault_runs_at_all_gives_not_tested_everywhere(tmp_path):
     ("targets", [], "not a non-empty list"),
     ("seed", 1.5, "not an integer"),
     ("read", None, "missing"),
+    ("clusterCycle", 0, "not a positive integer"),
 ])
 def test_a_corrupt_fault_object_names_file_and_field(tmp_path, capsys, field, value, problem):
     doc = fault_doc("kill-leader", 0, seed=1)
