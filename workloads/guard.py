@@ -65,7 +65,8 @@ def _test_s(wl: dict) -> float:
 def _discovery(wl: dict) -> dict:
     rd = _ext(wl).get("rateDiscovery") or {}
     return {"stepSeconds": rd.get("stepSeconds", 5), "maxSteps": rd.get("maxSteps", 24), "retries": rd.get("retries", 1),
-            "remeasures": rd.get("remeasures", 2), "initialRate": rd.get("initialRate", 1000)}
+            "remeasures": rd.get("remeasures", 2), "initialRate": rd.get("initialRate", 1000),
+            "maxRateMBps": rd.get("maxRateMBps")}
 
 
 def _backlog_bytes(wl: dict) -> float:
@@ -107,15 +108,15 @@ def deadline_seconds(wl: dict, limits: dict) -> int:
 
 def disk_need_bytes(wl: dict, replicas: int, limits: dict) -> float:
     """Upper estimate of what one cell writes to the data file system: the producers' bytes over warm-up,
-    discovery and the measured phase (at the workload's rate, or for a max-rate search at assumed_max_mbps),
-    times the replicas, plus the backlog it builds."""
+    discovery and the measured phase (at the workload's rate, or for a max-rate search at assumed_max_mbps or the
+    search's ceiling, maxRateMBps, whichever is lower), times the replicas, plus the backlog it builds."""
     rate = wl.get("producerRate", 0)
     size = wl.get("messageSize", 1024)
     secs = _warmup_s(wl) + _test_s(wl)
     if rate == 0:
         d = _discovery(wl)
         secs += d["stepSeconds"] * d["maxSteps"]
-        bps = limits["assumed_max_mbps"] * 1e6
+        bps = min(limits["assumed_max_mbps"], d["maxRateMBps"] or float("inf")) * 1e6
     else:
         bps = rate * size
     return bps * secs * replicas + _backlog_bytes(wl) * replicas

@@ -43,6 +43,8 @@ def test_disk_need_counts_replicas_discovery_and_backlog():
     m = wl(producerRate=0)
     m["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8}
     assert guard.disk_need_bytes(m, 2, LIM) == pytest.approx(120e6 * (13 + 32) * 2)
+    m["x-streambench"]["rateDiscovery"]["maxRateMBps"] = 50  # the search's ceiling bounds what it can write
+    assert guard.disk_need_bytes(m, 2, LIM) == pytest.approx(50e6 * (13 + 32) * 2)
     assert guard.fixed_need_bytes("pulsar", {"journalMaxSizeMB": 256, "journalMaxBackups": 1, "logSizeLimit": 2**28}) \
         == pytest.approx(3 * (512e6 + 2**28) + 256e6)
     # Pravega's bookies are budgeted like Pulsar's (their journals), not like a Kafka cluster

@@ -12,7 +12,7 @@ package org.streambench.runner;
  */
 public final class RateSearch {  // public: bench/PlainWriterLoop runs the same search
     private final int maxSteps, retries;
-    private final double growth;
+    private final double growth, ceiling;
     private double lo = 0, hi = Double.POSITIVE_INFINITY, current;
     /** the rate of a measured phase after one that did not hold, relative to that one's */
     static final double REMEASURE_FACTOR = 0.8;
@@ -30,13 +30,26 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
      * bisection starts (and the search needs more steps to reach the same rate).
      */
     public RateSearch(double initialRate, int maxSteps, int retries, double growth) {
+        this(initialRate, maxSteps, retries, growth, Double.POSITIVE_INFINITY);
+    }
+
+    /**
+     * {@code ceiling}: no step runs above it (msg/s). A passed step at the ceiling ends the search there
+     * ({@link #ceilingReached()}): the system sustained at least that much, how much more is not known.
+     */
+    public RateSearch(double initialRate, int maxSteps, int retries, double growth, double ceiling) {
         if (initialRate <= 0) throw new IllegalArgumentException("initial rate must be > 0");
         if (!(growth > 1.05)) throw new IllegalArgumentException("growth factor must be > 1.05");
-        this.current = initialRate;
+        if (!(ceiling > 0)) throw new IllegalArgumentException("ceiling must be > 0");
+        this.current = Math.min(initialRate, ceiling);
         this.maxSteps = maxSteps;
         this.retries = Math.max(0, retries);
         this.growth = growth;
+        this.ceiling = ceiling;
     }
+
+    /** true when a step at the ceiling passed: the settled rate is a lower bound of what the system sustains */
+    public boolean ceilingReached() { return lo >= ceiling; }
 
     /** the rate (msg/s, all processes) of the step to run now */
     public double current() { return current; }
@@ -68,11 +81,11 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
             hi = Math.min(hi, current);
             failuresAtCurrent = 0;
         }
-        if (steps >= maxSteps || (!Double.isInfinite(hi) && lo > 0 && hi / lo <= 1.05)) {
+        if (steps >= maxSteps || (!Double.isInfinite(hi) && lo > 0 && hi / lo <= 1.05) || lo >= ceiling) {
             done = true;
             return true;
         }
-        current = Double.isInfinite(hi) ? current * growth : (lo + hi) / 2;
+        current = Double.isInfinite(hi) ? Math.min(ceiling, current * growth) : (lo + hi) / 2;
         return false;
     }
 

@@ -366,7 +366,8 @@ public final class Runner {
         // discovery state: one Window per step (judged after its settle seconds), the search over step verdicts
         ObjectNode rateDiscovery = null;
         ArrayNode steps = null;
-        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries, w.discoveryGrowthFactor) : null;
+        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries, w.discoveryGrowthFactor,
+                w.discoveryCeilingRate()) : null;
         Window step = new Window(), measureWin = new Window();
         int stepIndex = 0;
         Double settledRate = discovery ? null : (double) w.producerRate;
@@ -380,6 +381,10 @@ public final class Runner {
             rateDiscovery.put("remeasures", w.discoveryRemeasures);
             rateDiscovery.put("maxPublishDelayMs", w.discoveryMaxPublishDelayMs);
             rateDiscovery.put("growthFactor", w.discoveryGrowthFactor);
+            if (!Double.isInfinite(w.discoveryMaxRateMBps)) {
+                rateDiscovery.put("maxRateMBps", w.discoveryMaxRateMBps);
+                rateDiscovery.put("ceilingRate", w.discoveryCeilingRate());
+            }
             rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
                     + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
                     + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");
@@ -508,6 +513,10 @@ public final class Runner {
                         settledRate = search.settled();
                         if (search.accepted() == 0) warnings.add("rate discovery found no sustainable rate; settled on " + fmt(settledRate));
                         rateDiscovery.put("settledRate", settledRate);
+                        rateDiscovery.put("ceilingReached", search.ceilingReached());
+                        if (search.ceilingReached())
+                            warnings.add("rate discovery stopped at its ceiling, " + fmt(settledRate) + " msg/s (maxRateMBps "
+                                    + w.discoveryMaxRateMBps + "): the system sustained at least that much");
                         setRate(settledRate * processShare);
                         next = Phase.RECOVER;
                     } else {

@@ -19,7 +19,7 @@ public final class Workload {
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
             "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery", "fanOut");
     static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
-            "remeasures", "maxPublishDelayMs", "growthFactor");
+            "remeasures", "maxPublishDelayMs", "growthFactor", "maxRateMBps");
     static final Set<String> FANOUT_FIELDS = Set.of("connectConcurrency", "connectDeadlineSeconds");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
@@ -43,6 +43,13 @@ public final class Workload {
     public double catchUpStartBacklogGB;
     public long backlogBytes; // effective consumer backlog target in bytes (0 = off)
     public double discoveryInitialRate = 1000, discoveryGrowthFactor = 2.0;
+    /** the search's ceiling in MB/s (10^6 bytes) of payload, all producers; infinite: none */
+    public double discoveryMaxRateMBps = Double.POSITIVE_INFINITY;
+
+    /** the search's ceiling in msg/s (infinite: none) */
+    public double discoveryCeilingRate() {
+        return Double.isInfinite(discoveryMaxRateMBps) ? Double.POSITIVE_INFINITY : Math.max(1, Math.floor(discoveryMaxRateMBps * 1e6 / messageSize));
+    }
     public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;
     /** x-streambench.fanOut: consumers connected concurrently (0 = not a fan-out workload), see FanOut */
@@ -97,6 +104,7 @@ public final class Workload {
         w.discoveryRemeasures = (int) rd.integer("remeasures", 2, 0, 5);
         w.discoveryMaxPublishDelayMs = rd.number("maxPublishDelayMs", 200, 1, 600_000);
         w.discoveryGrowthFactor = rd.number("growthFactor", 2.0, 1.1, 16);
+        w.discoveryMaxRateMBps = rd.number("maxRateMBps", Double.POSITIVE_INFINITY, 0.001, Double.MAX_VALUE);
         if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
             throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
                     + " s of a " + w.discoveryStepSeconds + "-s step to judge; at least 2 s are needed");

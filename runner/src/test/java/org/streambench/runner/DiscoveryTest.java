@@ -71,6 +71,29 @@ class DiscoveryTest {
     }
 
     @Test
+    void aCeilingBoundsEveryStepAndAPassAtItEndsTheSearch() {
+        // a system that sustains 128 000 msg/s, searched under a ceiling of 48 828 msg/s
+        RateSearch s = new RateSearch(8000, 8, 1, 2.0, 48_828);
+        List<Double> tried = run(s, r -> r <= 128_000);
+        assertEquals(List.of(8000.0, 16_000.0, 32_000.0, 48_828.0), tried, "no step above the ceiling");
+        assertTrue(s.done() && s.ceilingReached());
+        assertEquals(48_828, s.settled(), 1e-9);
+        // below the ceiling the search is the same as without one
+        RateSearch low = new RateSearch(8000, 24, 1, 2.0, 48_828);
+        run(low, r -> r <= 20_000);
+        RateSearch none = new RateSearch(8000, 24, 1);
+        run(none, r -> r <= 20_000);
+        assertFalse(low.ceilingReached());
+        assertEquals(none.settled(), low.settled(), 1e-9);
+        // a failed step at the ceiling turns the search down as any other
+        RateSearch fail = new RateSearch(8000, 24, 1, 2.0, 48_828);
+        run(fail, r -> r <= 40_000);
+        assertFalse(fail.ceilingReached());
+        assertTrue(fail.settled() <= 40_000 && fail.settled() >= 40_000 / 1.05, "settled " + fail.settled());
+        assertEquals(1000, new RateSearch(5000, 8, 1, 2.0, 1000).current(), 1e-9, "an initial rate above it starts at it");
+    }
+
+    @Test
     void noRetriesMeansOneStepPerRate() {
         RateSearch s = new RateSearch(1000, 3, 0);
         assertFalse(s.record(true));
