@@ -19,14 +19,15 @@ from 4 000 msg/s with 12 steps put overload steps at 64 000 msg/s (some 190 000 
 3-bookie L2 cluster of this 2-core machine and brought it down (writers: "Connection dropped", then the controller
 refused createScope), so the pairs after it could not run; with 6 doubling steps both tools stopped at a 2x bracket
 (40 000 accepted, 80 000 rejected), which cannot tell a 10 % loss. Growing by 1.25 the first failed step lies at most
-25 % above the last passed one, and the bisection after it ends within 5 % (defaults: 16 000 msg/s, 14 steps).
+25 % above the last passed one, and the bisection after it ends within 5 % (defaults: 16 000 msg/s, 16 steps, a
+failed step retried once).
 
 `--selftest`: one plain run first sets R; then the pairs compare a plain loop whose write path is capped at 90 % of R
 (a token bucket in front of writeEvent) with the plain loop, exactly as above. The check must FAIL on it; the script
 exits 0 when it does.
 
   python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2]
-         [--initial-rate 16000] [--growth 1.25] [--step-seconds 4] [--max-steps 14] [--warmup 5]
+         [--initial-rate 16000] [--growth 1.25] [--step-seconds 4] [--max-steps 16] [--warmup 5]
          [--cluster CLUSTER_JSON] [--selftest]
 """
 from __future__ import annotations
@@ -115,7 +116,7 @@ def main() -> int:
     ap.add_argument("--growth", type=float, default=1.25, help="the search's growth factor until a step fails")
     ap.add_argument("--step-seconds", type=int, default=4)
     ap.add_argument("--settle", type=int, default=1)
-    ap.add_argument("--max-steps", type=int, default=14)
+    ap.add_argument("--max-steps", type=int, default=16)
     ap.add_argument("--retries", type=int, default=1)
     ap.add_argument("--max-delay-ms", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=5)
