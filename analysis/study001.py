@@ -138,6 +138,11 @@ def runs(raw: Path, suspect: str = "mark") -> list[dict]:
         con = sum(w["consumeRate"]) / len(w["consumeRate"]) if w["consumeRate"] else 0.0
         size = SIZE[m["size"]]
         offered = pr.get("target")
+        # a max-rate run's search bracket: the settled rate and the lowest rate a step rejected for good (none: the
+        # search never failed a step, e.g. at its ceiling); two maxima in overlapping brackets cannot be told apart
+        rd = x.get("rateDiscovery") or {}
+        failed = [s["targetRate"] for s in rd.get("steps") or [] if not s.get("pass")]
+        bracket = (rd["settledRate"], min(failed) if failed else None) if rd.get("settledRate") else None
         rows.append({
             "testbed": testbed, "system": system, "level": level, "variant": variant,
             "partitions": int(m["parts"]), "message_bytes": size, "keys": m["key"],
@@ -145,7 +150,7 @@ def runs(raw: Path, suspect: str = "mark") -> list[dict]:
             "sweep_point": rate or m["rate"],
             "publish_eps": round(pub, 1), "publish_mbps": round(pub * size / 1e6, 3), "consume_eps": round(con, 1),
             **{f"{mt}_p{q}_ms": _pct(o, mt, float(q), f"{q}pct") for mt in ("publish", "e2e") for q in (50, 95, 99)},
-            "lost": (x.get("audit") or {}).get("lost"), "file": str(p),
+            "lost": (x.get("audit") or {}).get("lost"), "search_bracket": bracket, "file": str(p),
         })
     return rows
 
@@ -342,6 +347,10 @@ def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, di
     if not (sa and sb):
         return _claim(cid, exp, finding, printed, shown + "; not saturated",
                       "not testable at this scale: the sweep did not saturate both systems")
+    ba, bb = a[-1].get("search_bracket"), b[-1].get("search_bracket")
+    if _is_max(a[-1]) and _is_max(b[-1]) and ba and bb and _overlap(ba, bb):
+        return _claim(cid, exp, finding, printed, shown + f"; search brackets {_fmt_bracket(ba)} and {_fmt_bracket(bb)}",
+                      "not separable at this scale: both maxima lie in one bracket of the rate search")
     r = va / vb
     # the printed size of the effect holds, or only its direction (more / less than the other), or neither
     full = r >= target_ratio if direction == ">=" else r <= target_ratio
@@ -349,6 +358,16 @@ def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, di
     v = "holds" if full else (f"direction holds, size does not ({(r - 1) * 100:+.0f}%, printed {printed})" if sign
                               else "does not hold here")
     return _claim(cid, exp, finding, printed, shown, v)
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Two search brackets [settled, rejected) overlap (rejected None: unbounded above)."""
+    inf = float("inf")
+    return a[0] < (b[1] or inf) and b[0] < (a[1] or inf)
+
+
+def _fmt_bracket(b: tuple) -> str:
+    return f"[{b[0]:,.0f}, {b[1]:,.0f})" if b[1] else f"[{b[0]:,.0f}, -)"
 
 
 def _common(a, b, max_rate=None):

@@ -176,3 +176,24 @@ def test_figures_render_with_captions_and_print_no_word_over_another(raw, tmp_pa
 def test_unknown_figure_id_is_one_error_line(tmp_path, capsys):
     assert study001.main(["--raw", str(tmp_path), "--reference", str(REFERENCE), "--id", "study001-nope"]) == 2
     assert "--id: unknown figure 'study001-nope'" in capsys.readouterr().err
+
+
+def test_maxima_in_one_search_bracket_are_not_separable(raw):
+    """Two -max runs whose rate searches settled in overlapping brackets ([256 000, 512 000) both: the local scale's
+    step budget ended there) cannot tell which system is faster, whatever their achieved rates say."""
+    def mx(eps, settled, rejected):
+        d = result(8.0, 0, eps, consumed=eps)
+        d["x-streambench"]["producerRate"]["target"] = None
+        d["x-streambench"]["rateDiscovery"] = {"settledRate": settled, "steps": [
+            {"targetRate": settled, "pass": True}] + ([{"targetRate": rejected, "pass": False}] if rejected else [])}
+        return d
+    wl = "1-topic-1-partition-100b-1p-1c-keyed-max"
+    fixtures.write(raw / "local" / "pravega" / "L1+stock" / wl / "rep-1.json", mx(256_100.0, 256_000.0, 512_000.0))
+    fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", mx(255_900.0, 256_000.0, 512_000.0))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "not separable at this scale: both maxima lie in one bracket of the rate search"
+    assert "[256,000, 512,000)" in cl["DUR-1"]["this_testbed"]
+    # brackets apart: Pravega settled a step above Kafka's rejected rate, so the direction is measured
+    fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", mx(128_000.0, 128_000.0, 256_000.0))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "holds"  # 256 100 / 128 000 = 2.0, above the printed 1.73
