@@ -138,11 +138,15 @@ def runs(raw: Path, suspect: str = "mark") -> list[dict]:
         con = sum(w["consumeRate"]) / len(w["consumeRate"]) if w["consumeRate"] else 0.0
         size = SIZE[m["size"]]
         offered = pr.get("target")
-        # a max-rate run's search bracket: the settled rate and the lowest rate a step rejected for good (none: the
-        # search never failed a step, e.g. at its ceiling); two maxima in overlapping brackets cannot be told apart
+        # a max-rate run's search bracket: the settled rate and the lowest rate rejected for good, by a step whose
+        # retry failed too or by a measured phase that did not hold (none: e.g. a search ended at its ceiling); two
+        # maxima in overlapping brackets cannot be told apart
         rd = x.get("rateDiscovery") or {}
-        failed = [s["targetRate"] for s in rd.get("steps") or [] if not s.get("pass")]
-        bracket = (rd["settledRate"], min(failed) if failed else None) if rd.get("settledRate") else None
+        steps = rd.get("steps") or []
+        passed = {s["targetRate"] for s in steps if s.get("pass")}
+        rejected = {s["targetRate"] for s in steps if not s.get("pass")} - passed
+        rejected |= {m["targetRate"] for m in rd.get("rejectedMeasurements") or []}
+        bracket = (rd["settledRate"], min(rejected) if rejected else None) if rd.get("settledRate") else None
         rows.append({
             "testbed": testbed, "system": system, "level": level, "variant": variant,
             "partitions": int(m["parts"]), "message_bytes": size, "keys": m["key"],

@@ -197,3 +197,11 @@ def test_maxima_in_one_search_bracket_are_not_separable(raw):
     fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", mx(128_000.0, 128_000.0, 256_000.0))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
     assert cl["DUR-1"]["verdict"] == "holds"  # 256 100 / 128 000 = 2.0, above the printed 1.73
+    # a step that failed once and passed on its retry rejects nothing; a measured phase that did not hold does
+    d = mx(100_000.0, 81_920.0, 256_000.0)
+    rd = d["x-streambench"]["rateDiscovery"]
+    rd["steps"] += [{"targetRate": 128_000.0, "pass": False}, {"targetRate": 128_000.0, "pass": True}]
+    rd["rejectedMeasurements"] = [{"targetRate": 102_400.0}]
+    fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", d)
+    row = next(r for r in study001.runs(raw) if r["system"] == "kafka" and r["sweep_point"] == "max")
+    assert row["search_bracket"] == (81_920.0, 102_400.0)
