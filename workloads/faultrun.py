@@ -689,11 +689,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["faultPlan"] = dict(fault, rateMsgs=rate, testSeconds=seconds)
         up_args = ("--faults",) + (("--faultfs",) if run.fault == "power-loss" else ())
         t_up = time.monotonic()
-        before = cl.read()
         rundir = cl.ensure(run, log, 0.0, up_args=up_args)
-        reused = bool(before) and before.get("dir") == str(rundir)
-        record["clusterUpSeconds"] = 0.0 if reused else round(time.monotonic() - t_up, 1)
         cycle = _next_cycle(rundir)
+        reused = cycle > 1  # the count lives in the cluster's own directory: 1 on a cluster started for this run
+        record["clusterUpSeconds"] = 0.0 if reused else round(time.monotonic() - t_up, 1)
         record.update(clusterDir=str(rundir), clusterCycle=cycle)
         fault["clusterCycle"] = cycle
         cluster = json.loads((rundir / "cluster.json").read_text())
