@@ -187,6 +187,7 @@ class KafkaClient:
         self.driver = driver
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 2})
         self.nodes_by_id = {n["id"]: n["name"] for n in cluster["nodes"]}
+        self.partitions: dict[str, int] = {}
 
     def wait_serving(self, seconds: float) -> None:
         """Every broker of cluster.json registered in the metadata (a restarted broker listens before it is)."""
@@ -213,20 +214,26 @@ class KafkaClient:
         fut = self.admin.create_topics([NewTopic(topic, partitions, int(self.driver.get("replicationFactor", 3)),
                                                  config=_props(self.driver.get("topicConfig")))])
         fut[topic].result(60)
+        self._led(topic, partitions)
+        self.partitions[topic] = partitions
+
+    def _led(self, topic: str, partitions: int) -> dict[int, int]:
+        """Partition -> leader broker id, once the broker asked knows every partition of the topic and its leader.
+        Any broker answers a metadata request, and one restarted by the last cycle can still lack the topic
+        (an empty partition list) for a moment after another broker has made it."""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
             if md and md.error is None and len(md.partitions) == partitions and all(
                     p.leader >= 0 for p in md.partitions.values()):
-                return
+                return {i: p.leader for i, p in md.partitions.items()}
             time.sleep(0.3)
         raise CellFailure("cluster", f"topic {topic}: no leader for every partition after 60 s", "set-up")
 
     def leader(self, topic: str) -> str:
-        md = self.admin.list_topics(topic, timeout=10).topics[topic]
         counts: dict[int, int] = {}
-        for p in md.partitions.values():
-            counts[p.leader] = counts.get(p.leader, 0) + 1
+        for b in self._led(topic, self.partitions[topic]).values():
+            counts[b] = counts.get(b, 0) + 1
         best = max(sorted(counts), key=lambda b: counts[b])
         return self.nodes_by_id[best]
 

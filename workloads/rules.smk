@@ -62,6 +62,18 @@ RUNNER_JAR = "runner/target/omb-runner.jar"
 ALL_TARGETS.append(WL_SUMMARY)
 
 
+# What every run waits for besides its own system and the runner: all the systems of the plan prepared, the
+# runner built. Runs then become ready at one moment, so their priorities alone decide the order (a cluster's runs
+# back to back, fault cycles on one cluster: a Pulsar prepare that ends before Kafka's no longer lets one Pulsar
+# run start alone), and no run measures while a system is downloaded or the runner compiled. ancient(): these
+# order the runs, a newer one does not make a run out of date.
+WL_READY = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.system for r in WL_BY_KEY.values()})]
+
+
+def _wl_ready(*own):
+    return [ancient(p) for p in WL_READY if p not in own]
+
+
 def _wl_run(wc):
     key = f"{wc.system}/{wc.leveldir}/{wc.workload}/rep-{wc.rep}"
     if key not in WL_BY_KEY:
@@ -91,6 +103,7 @@ rule benchmark_run:
     input:
         runner=RUNNER_JAR,
         prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
+        ready=lambda wc: _wl_ready(RUNNER_JAR, SYSTEMS_DIST_STAMP[wc.system]),
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,
@@ -130,6 +143,7 @@ rule fault_run:
     on the cluster the previous fault run of its key left running (--keep-cluster), or a fresh one."""
     input:
         prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
+        ready=lambda wc: _wl_ready(SYSTEMS_DIST_STAMP[wc.system]),
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,

@@ -1,5 +1,6 @@
 """The Snakemake DAG of the workloads stage: built from experiments.yaml; a bad name stops it at construction."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,20 @@ def test_dry_run_lists_every_run_of_the_scale(tmp_path):
     assert counts.get("benchmark_run") == 8  # ci: 2 systems x 2 levels x 2 workloads x 1 repetition
     # ci: Kafka L1 power-loss, Pulsar L4-bypass crash-all (E000-FAULTCI), twice each (the second on the first's cluster)
     assert counts.get("fault_run") == 4
+
+
+def test_every_run_waits_for_every_prepare_and_the_runner(tmp_path):
+    """Runs become ready at one moment, so the priorities alone order them: the ci's second Pulsar fault run
+    once ran on a fresh cluster because Pulsar's prepare ended before Kafka's and one Pulsar run started alone."""
+    res = snakemake("--forceall", "--configfile", str(configfile(tmp_path, ROOT / "workloads/experiments.yaml")),
+                    "--dag", "dot", "--", "all")
+    assert res.returncode == 0, res.stderr[-3000:]
+    label = {m[0]: m[1].split("\\n")[0] for m in re.findall(r'^\s*(\d+)\[label = "([^"]*)"', res.stdout, re.M)}
+    before: dict[str, set] = {}
+    for a, b in re.findall(r"^\s*(\d+) -> (\d+)", res.stdout, re.M):
+        before.setdefault(b, set()).add(label[a])
+    runs = [n for n, lab in label.items() if lab in ("benchmark_run", "fault_run")]
+    assert len(runs) == 12
+    want = {"runner_build", "systems_prepare_kafka", "systems_prepare_pulsar"}
+    assert all(before[n] & (want | {"systems_prepare_pravega"}) == want for n in runs), \
+        {label[n]: before[n] for n in runs}
