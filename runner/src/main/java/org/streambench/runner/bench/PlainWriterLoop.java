@@ -33,9 +33,11 @@ import java.util.concurrent.locks.LockSupport;
  * <p>CAP_RATE (msg/s, optional, 0 = none): a token bucket in front of writeEvent that lets at most that many events
  * through per second, for the script's self-test (a write path that is deliberately slower must fail the check).
  * GROWTH (optional, default 2): the search's growth factor (the runner's {@code rateDiscovery.growthFactor}).
+ * CEILING (msg/s, optional, 0 = none): no step above it (the runner's {@code rateDiscovery.maxRateMBps} in msg/s).
  *
  *   java -cp omb-runner.jar:lib/* org.streambench.runner.bench.PlainWriterLoop CONTROLLER_URI SCOPE PARTITIONS
- *        PRODUCERS SIZE WARMUP_S INITIAL_RATE STEP_S SETTLE_S MAX_STEPS RETRIES MAX_DELAY_MS [CAP_RATE [GROWTH]]
+ *        PRODUCERS SIZE WARMUP_S INITIAL_RATE STEP_S SETTLE_S MAX_STEPS RETRIES MAX_DELAY_MS [CAP_RATE [GROWTH
+ *        [CEILING]]]
  */
 public final class PlainWriterLoop {
     static volatile double rate;
@@ -55,6 +57,7 @@ public final class PlainWriterLoop {
         long maxDelayMicros = Long.parseLong(a[11]) * 1000;
         double cap = a.length > 12 ? Double.parseDouble(a[12]) : 0;
         double growth = a.length > 13 ? Double.parseDouble(a[13]) : 2.0;
+        double ceiling = a.length > 14 && Double.parseDouble(a[14]) > 0 ? Double.parseDouble(a[14]) : Double.POSITIVE_INFINITY;
         String stream = "plain-" + Long.toString(System.currentTimeMillis(), 36);
         ClientConfig cc = ClientConfig.builder().controllerURI(URI.create(controller)).build();
         try (StreamManager sm = StreamManager.create(cc)) {
@@ -80,7 +83,7 @@ public final class PlainWriterLoop {
             // warm-up at the initial rate, then the search: one step per rate, judged after its settle seconds
             long tick = System.nanoTime();
             for (int s = 0; s < warmup; s++) tick = sleepUntil(tick + 1_000_000_000L);
-            RateSearch search = new RateSearch(initial, maxSteps, retries, growth);
+            RateSearch search = new RateSearch(initial, maxSteps, retries, growth, ceiling);
             StringBuilder steps = new StringBuilder();
             while (true) {
                 double r = search.current();
@@ -134,9 +137,10 @@ public final class PlainWriterLoop {
                 for (EventStreamWriter<ByteBuffer> w : ws) { w.flush(); w.close(); }
                 f.close();
             }).get(30, java.util.concurrent.TimeUnit.SECONDS);
-            System.out.printf("{\"accepted\": %.1f, \"rejected\": %s, \"steps\": [%s], \"sent\": %d, \"acked\": %d, \"failed\": %d}%n",
+            System.out.printf("{\"accepted\": %.1f, \"rejected\": %s, \"ceilingReached\": %s, \"steps\": [%s], \"sent\": %d, "
+                            + "\"acked\": %d, \"failed\": %d}%n",
                     search.accepted(), Double.isInfinite(search.rejected()) ? "null" : String.format("%.1f", search.rejected()),
-                    steps, sent.sum(), acked.sum(), failed.sum());
+                    search.ceilingReached(), steps, sent.sum(), acked.sum(), failed.sum());
             sm.sealStream(scope, stream);
             sm.deleteStream(scope, stream);
         }
