@@ -2,7 +2,7 @@
 # Included by analysis/rules.smk.
 #   env/shell snakemake --profile local faults    # the fault runs of the scale, then this study's figure and tables
 # Inputs: the summaries (rule experiment, which also stops the last cluster) of the experiments whose runs name a
-# fault (workloads.plan.Run.fault): in `all`, the scale's own (ci: E000-FAULTCI; local: none until E000-FAULTCLAIM fits its two hours); with the
+# fault (workloads.plan.Run.fault): in `all`, the scale's own (ci: E000-FAULTCI; local: E000-FAULTCLAIM, the claims' 20 cells); with the
 # target `faults` (workloads/rules.smk: E000-FAULT, the whole grid) that one too, so the figure waits for every run
 # of the grid. Without any (a scale without fault experiments, analysis.with_runs=false, or this file included
 # alone) the figure and tables are built from the result files on disk: an empty grid says "not run".

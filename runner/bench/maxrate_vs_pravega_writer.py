@@ -7,7 +7,7 @@ stalls on this shared machine decided single pairs at L1; stopped on exit) or `-
 Both tools run the runner's max-rate search (RateSearch: grow while steps pass, then bisect to 5 %; a failed step
 is retried once; StepJudge: send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends
 without growth) with the same initial rate, steps, settle seconds, step budget and warm-up, 1 topic (stream) of
-`--partitions` segments, `--producers` writers, 1 KB, no consumers, in one JVM each with the same options (bin/omb-run's
+`--partitions` segments, `--producers` writers, events of `--size` bytes (1 KB), no consumers, in one JVM each with the same options (bin/omb-run's
 default or OMB_RUN_JAVA_OPTS). The runner: `omb-run` with `producerRate: 0` and a Pravega driver file (OMB's fields,
 includeTimestampInEvent as OMB's default); its number is the highest rate a step accepted. The plain loop
 (org.streambench.runner.bench.PlainWriterLoop): the client's EventStreamWriter in an open-loop schedule with OMB's event
@@ -33,7 +33,7 @@ on a fresh cluster the first search settled at 19 500-24 375 msg/s and a later o
 (a token bucket in front of writeEvent) with the plain loop, exactly as above. The check must FAIL on it; the script
 exits 0 when it does.
 
-  python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2]
+  python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2] [--size 1024]
          [--initial-rate 16000] [--growth 1.25] [--step-seconds 4] [--max-steps 16] [--warmup 5]
          [--max-mbps 60] [--cluster-warmup 1] [--cluster CLUSTER_JSON] [--selftest]
 """
@@ -76,8 +76,8 @@ def search_fields(a) -> dict:
 
 
 def ceiling_rate(a) -> float:
-    """The ceiling in msg/s of 1 KB, as the runner computes it from maxRateMBps (Workload.discoveryCeilingRate)."""
-    return max(1.0, float(int(a.max_mbps * 1e6 / 1024)))
+    """The ceiling in msg/s, as the runner computes it from maxRateMBps (Workload.discoveryCeilingRate)."""
+    return max(1.0, float(int(a.max_mbps * 1e6 / a.size)))
 
 
 def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
@@ -90,7 +90,7 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
     wl = work / f"wl-{i}.yaml"
     wl.write_text(yaml.safe_dump({
         "name": "max rate", "topics": 1, "partitionsPerTopic": a.partitions, "keyDistributor": "NO_KEY",
-        "messageSize": 1024, "useRandomizedPayloads": True, "randomBytesRatio": 1.0, "randomizedPayloadPoolSize": 1000,
+        "messageSize": a.size, "useRandomizedPayloads": True, "randomBytesRatio": 1.0, "randomizedPayloadPoolSize": 1000,
         "subscriptionsPerTopic": 0, "producersPerTopic": a.producers, "consumerPerSubscription": 0, "producerRate": 0,
         "consumerBacklogSizeGB": 0, "testDurationMinutes": 1, "warmupDurationMinutes": 0,
         "x-streambench": {"testDurationSeconds": a.step_seconds, "warmupDurationSeconds": a.warmup,
@@ -111,7 +111,7 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
 
 def plain(controller: str, a, cap: float = 0.0) -> dict:
     cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
-    args = [controller, SCOPE, a.partitions, a.producers, 1024, a.warmup, a.initial_rate, a.step_seconds, a.settle,
+    args = [controller, SCOPE, a.partitions, a.producers, a.size, a.warmup, a.initial_rate, a.step_seconds, a.settle,
             a.max_steps, a.retries, a.max_delay_ms, cap, a.growth, ceiling_rate(a)]
     p = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
                        capture_output=True, text=True, timeout=3600)
@@ -127,6 +127,7 @@ def main() -> int:
     ap.add_argument("--level", default="L2")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--size", type=int, default=1024, help="event payload bytes")
     ap.add_argument("--initial-rate", type=float, default=16000)
     ap.add_argument("--growth", type=float, default=1.25, help="the search's growth factor until a step fails")
     ap.add_argument("--step-seconds", type=int, default=4)
@@ -154,7 +155,7 @@ def main() -> int:
         a.cluster = rundir / "cluster.json"
     try:
         controller = json.loads(a.cluster.read_text())["pravega"]["controllerUri"]
-        print(f"Pravega {controller} ({'level ' + a.level if rundir else a.cluster}); 1 KB, {a.partitions} segments, "
+        print(f"Pravega {controller} ({'level ' + a.level if rundir else a.cluster}); {a.size} B events, {a.partitions} segments, "
               f"{a.producers} writers, no consumers; search {search_fields(a)}, warm-up {a.warmup} s; "
               f"JVM {' '.join(java_opts())}; load {load()}", flush=True)
         names = ("runner", "plain")
@@ -189,8 +190,8 @@ def main() -> int:
         ma, mb = common.median(got[names[0]]), common.median(got[names[1]])
         ratio = ma / mb if mb > 0 else float("inf")
         ok = ratio >= TARGET
-        print(f"median {names[0]} {ma:.0f} msg/s ({ma * 1024 / 1048576:.1f} MB/s), median {names[1]} {mb:.0f} msg/s "
-              f"({mb * 1024 / 1048576:.1f} MB/s) over {a.pairs} pairs; ratio {names[0]}/{names[1]} {ratio:.3f} "
+        print(f"median {names[0]} {ma:.0f} msg/s ({ma * a.size / 1e6:.1f} MB/s), median {names[1]} {mb:.0f} msg/s "
+              f"({mb * a.size / 1e6:.1f} MB/s) over {a.pairs} pairs; ratio {names[0]}/{names[1]} {ratio:.3f} "
               f"(target >= {TARGET}: {'PASS' if ok else 'FAIL'}); load {load()}")
         if a.selftest:
             print(f"selftest: a write path 10 % slower {'FAILS' if not ok else 'PASSES'} the check: "

@@ -83,9 +83,16 @@ def test_ci_scale_is_the_small_subset():
 def test_local_scale_covers_every_study_000_test_at_its_levels():
     doc = plan.load()
     runs = plan.expand(doc, CATALOG, "local")
-    # the fault study (issue 15) is the `faults` target here (its claim cells E000-FAULTCLAIM do not fit `all`'s two
-    # hours yet), and E000-FAULTCI is the ci's
+    # the fault study (issue 15): its claim cells E000-FAULTCLAIM here, the whole grid E000-FAULT is the `faults`
+    # target, E000-FAULTCI is the ci's
     s000 = {e for e, x in doc["experiments"].items() if x["study"] == "000" and "faults" not in x}
+    assert "E000-FAULTCLAIM" in doc["scales"]["local"]["experiments"]
+    assert not {"E000-FAULT", "E000-FAULTCI"} & set(doc["scales"]["local"]["experiments"])
+    claim_runs = [r for r in runs if r.fault]
+    assert len(claim_runs) == 60 and {r.rep for r in claim_runs} == {1, 2, 3}
+    # both systems at every level of theirs
+    for system in ("kafka", "pulsar"):
+        assert {r.level for r in claim_runs if r.system == system} == set(CATALOG.levels[system]), system
     named = set(doc["scales"]["local"]["experiments"])
     # every study-000 test, and exactly the experiments the scale names (studies 002 and 004 in part,
     # study 003's fan-out ladder: E003-BASE on both systems; E003-SHARED is Pulsar-only and left to aws)
