@@ -84,7 +84,7 @@ class Run:
         return tail(path, n)
 
     def ports(self, node: str, names: list[str]) -> list[int]:
-        ps = allocate_ports(len(names))
+        ps = allocate_ports(len(names), exclude=set(self.all_ports.values()))
         for n, p in zip(names, ps):
             self.all_ports[f"{node}.{n}"] = p
         return ps

@@ -32,14 +32,17 @@ def _ephemeral_start() -> int:
         return 32768
 
 
-def allocate_ports(n: int, host: str = LOOPBACK, rng=None) -> list[int]:
+def allocate_ports(n: int, host: str = LOOPBACK, rng=None, exclude=()) -> list[int]:
     """n distinct free TCP ports on host, drawn at random below the kernel's ephemeral range.
 
     bind(0) would hand out a port of the ephemeral range, which any outgoing connection of another process
     (a client, a ZooKeeper session) may take as its local port before our node binds it; the ci Pulsar broker
     once failed with "Address already in use" that way. Ports in [PORT_FLOOR, ephemeral start) are never
     handed out as local ports, so only a server binding the same port can race with us. Each candidate is
-    bound and held until all n are chosen, so the ports are distinct and were free when chosen.
+    bound and held until all n are chosen, so the ports are distinct and were free when chosen. `exclude`: ports
+    already handed out and not yet bound (a cluster's earlier nodes, which start after all are chosen): free when
+    tested, so only this list keeps a later node off them (a local run once failed on kafka-3's "Address already in
+    use" that way).
     """
     import random
     rng = rng or random.SystemRandom()
@@ -48,7 +51,7 @@ def allocate_ports(n: int, host: str = LOOPBACK, rng=None) -> list[int]:
         raise SystemsError(f"allocate_ports: only {top - PORT_FLOOR} ports below the ephemeral range "
                            f"(/proc/sys/net/ipv4/ip_local_port_range starts at {top}) for {n}")
     socks: list[socket.socket] = []
-    tried: set[int] = set()
+    tried: set[int] = {p for p in exclude if PORT_FLOOR <= p < top}
     try:
         while len(socks) < n:
             if len(tried) >= top - PORT_FLOOR:

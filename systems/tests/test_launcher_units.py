@@ -162,6 +162,25 @@ def test_allocate_ports_skips_a_port_in_use():
         s2.close()
 
 
+def test_allocate_ports_never_hands_out_a_port_of_an_earlier_node():
+    """A cluster allocates per node and binds only when all nodes start: a port handed to kafka-1 is still free
+    when kafka-3 asks, so the cluster's own list must keep it out (a local run's kafka-3 hit "Address already in
+    use" on a port its peer had taken)."""
+    import random
+
+    class Same(random.Random):  # offers the same ports again and again, as a small range would
+        def __init__(self):
+            super().__init__(11)
+            self.seq = []
+        def randrange(self, a, b):
+            if not self.seq:
+                self.seq = [a + 101, a + 102, a + 103, a + 104]
+            return self.seq.pop(0)
+    first = proc.allocate_ports(2, rng=Same())
+    second = proc.allocate_ports(2, rng=Same(), exclude=set(first))
+    assert not set(first) & set(second) and len(set(second)) == 2
+
+
 def test_port_in_use_is_named():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
