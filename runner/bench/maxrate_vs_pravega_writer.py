@@ -23,7 +23,7 @@ refused createScope), so the pairs after it could not run; with 6 doubling steps
 failed step retried once).
 
 Both searches stop at `--max-mbps` (default 60 MB/s, ~58 600 msg/s; the runner's `rateDiscovery.maxRateMBps`, the
-plain loop's CEILING): unbounded, a runner search passed every step to 95 000 msg/s and the next steps took the cluster
+plain loop's MAX_MBPS, both turned into msg/s by Workload.ceilingRate): unbounded, a runner search passed every step to 95 000 msg/s and the next steps took the cluster
 down (bookies' quorum writes failed, the segment containers closed and never came back, the controller then failed
 createScope), so no later pair could run. A run that passes the ceiling is a lower bound and is counted as the ceiling;
 the script says how many runs stopped there. `--cluster-warmup` plain runs (default 1) go first and are not counted:
@@ -75,11 +75,6 @@ def search_fields(a) -> dict:
             "maxRateMBps": a.max_mbps}
 
 
-def ceiling_rate(a) -> float:
-    """The ceiling in msg/s, as the runner computes it from maxRateMBps (Workload.discoveryCeilingRate)."""
-    return max(1.0, float(int(a.max_mbps * 1e6 / a.size)))
-
-
 def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
     drv = work / "pravega.yaml"
     drv.write_text(yaml.safe_dump({
@@ -106,19 +101,20 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
     rd = json.loads(out.read_text())["x-streambench"]["rateDiscovery"]
     steps = rd["steps"]
     return {"rate": max([s["targetRate"] for s in steps if s["pass"]], default=0.0), "steps": len(steps),
-            "ceiling": bool(rd.get("ceilingReached"))}
+            "ceiling": bool(rd.get("ceilingReached")), "ceilingRate": rd.get("ceilingRate")}
 
 
 def plain(controller: str, a, cap: float = 0.0) -> dict:
     cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
     args = [controller, SCOPE, a.partitions, a.producers, a.size, a.warmup, a.initial_rate, a.step_seconds, a.settle,
-            a.max_steps, a.retries, a.max_delay_ms, cap, a.growth, ceiling_rate(a)]
+            a.max_steps, a.retries, a.max_delay_ms, cap, a.growth, a.max_mbps]
     p = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
                        capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         raise RuntimeError(f"PlainWriterLoop failed ({p.returncode}):\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    return {"rate": r["accepted"], "steps": len(r["steps"]), "ceiling": bool(r["ceilingReached"])}
+    return {"rate": r["accepted"], "steps": len(r["steps"]), "ceiling": bool(r["ceilingReached"]),
+            "ceilingRate": r["ceilingRate"]}
 
 
 def main() -> int:
@@ -170,7 +166,7 @@ def main() -> int:
             names = ("capped", "plain")
             print(f"selftest: plain loop {r0:.0f} msg/s -> write path capped at {cap:.0f} msg/s (90 %); load {load()}", flush=True)
         got = {n: [] for n in names}
-        at_ceiling = 0
+        at_ceiling, ceilings = 0, set()
         for i in range(a.pairs):
             order = names if i % 4 in (0, 3) else names[::-1]  # ABBA
             line = []
@@ -181,12 +177,13 @@ def main() -> int:
                     r = plain(controller, a, cap if tool == "capped" else 0.0)
                 got[tool].append(r["rate"])
                 at_ceiling += r["ceiling"]
+                ceilings.add(r["ceilingRate"])
                 line.append(f"{tool} {r['rate']:.0f} msg/s ({r['steps']} steps{', at the ceiling' if r['ceiling'] else ''}"
                             f", load {load()})")
             print(f"pair {i + 1}: " + " | ".join(line), flush=True)
         if at_ceiling:
-            print(f"{at_ceiling} of {2 * a.pairs} runs stopped at the ceiling ({ceiling_rate(a):.0f} msg/s): their rate "
-                  "is a lower bound", flush=True)
+            print(f"{at_ceiling} of {2 * a.pairs} runs stopped at the ceiling "
+                  f"({', '.join(f'{c:.0f}' for c in sorted(ceilings))} msg/s): their rate is a lower bound", flush=True)
         ma, mb = common.median(got[names[0]]), common.median(got[names[1]])
         ratio = ma / mb if mb > 0 else float("inf")
         ok = ratio >= TARGET

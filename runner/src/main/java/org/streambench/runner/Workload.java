@@ -48,7 +48,12 @@ public final class Workload {
 
     /** the search's ceiling in msg/s (infinite: none) */
     public double discoveryCeilingRate() {
-        return Double.isInfinite(discoveryMaxRateMBps) ? Double.POSITIVE_INFINITY : Math.max(1, Math.floor(discoveryMaxRateMBps * 1e6 / messageSize));
+        return ceilingRate(discoveryMaxRateMBps, messageSize);
+    }
+
+    /** a ceiling of maxRateMBps (10^6 bytes of payload a second; infinite: none) in msg/s of messageSize bytes */
+    public static double ceilingRate(double maxRateMBps, int messageSize) {
+        return Double.isInfinite(maxRateMBps) ? Double.POSITIVE_INFINITY : Math.max(1, Math.floor(maxRateMBps * 1e6 / messageSize));
     }
     public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;

@@ -11,6 +11,7 @@ import io.pravega.client.stream.impl.ByteBufferSerializer;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 import org.streambench.runner.RateSearch;
+import org.streambench.runner.Workload;
 import org.streambench.runner.StepJudge;
 
 import java.net.URI;
@@ -33,11 +34,12 @@ import java.util.concurrent.locks.LockSupport;
  * <p>CAP_RATE (msg/s, optional, 0 = none): a token bucket in front of writeEvent that lets at most that many events
  * through per second, for the script's self-test (a write path that is deliberately slower must fail the check).
  * GROWTH (optional, default 2): the search's growth factor (the runner's {@code rateDiscovery.growthFactor}).
- * CEILING (msg/s, optional, 0 = none): no step above it (the runner's {@code rateDiscovery.maxRateMBps} in msg/s).
+ * MAX_MBPS (optional, 0 = none): the search's ceiling, the runner's {@code rateDiscovery.maxRateMBps} (10^6 bytes of
+ * payload a second), turned into msg/s by the runner's own {@link Workload#ceilingRate}; printed as ceilingRate.
  *
  *   java -cp omb-runner.jar:lib/* org.streambench.runner.bench.PlainWriterLoop CONTROLLER_URI SCOPE PARTITIONS
  *        PRODUCERS SIZE WARMUP_S INITIAL_RATE STEP_S SETTLE_S MAX_STEPS RETRIES MAX_DELAY_MS [CAP_RATE [GROWTH
- *        [CEILING]]]
+ *        [MAX_MBPS]]]
  */
 public final class PlainWriterLoop {
     static volatile double rate;
@@ -57,7 +59,8 @@ public final class PlainWriterLoop {
         long maxDelayMicros = Long.parseLong(a[11]) * 1000;
         double cap = a.length > 12 ? Double.parseDouble(a[12]) : 0;
         double growth = a.length > 13 ? Double.parseDouble(a[13]) : 2.0;
-        double ceiling = a.length > 14 && Double.parseDouble(a[14]) > 0 ? Double.parseDouble(a[14]) : Double.POSITIVE_INFINITY;
+        double maxMBps = a.length > 14 && Double.parseDouble(a[14]) > 0 ? Double.parseDouble(a[14]) : Double.POSITIVE_INFINITY;
+        double ceiling = Workload.ceilingRate(maxMBps, size);
         String stream = "plain-" + Long.toString(System.currentTimeMillis(), 36);
         ClientConfig cc = ClientConfig.builder().controllerURI(URI.create(controller)).build();
         try (StreamManager sm = StreamManager.create(cc)) {
@@ -137,10 +140,10 @@ public final class PlainWriterLoop {
                 for (EventStreamWriter<ByteBuffer> w : ws) { w.flush(); w.close(); }
                 f.close();
             }).get(30, java.util.concurrent.TimeUnit.SECONDS);
-            System.out.printf("{\"accepted\": %.1f, \"rejected\": %s, \"ceilingReached\": %s, \"steps\": [%s], \"sent\": %d, "
+            System.out.printf("{\"accepted\": %.1f, \"rejected\": %s, \"ceilingReached\": %s, \"ceilingRate\": %s, \"steps\": [%s], \"sent\": %d, "
                             + "\"acked\": %d, \"failed\": %d}%n",
                     search.accepted(), Double.isInfinite(search.rejected()) ? "null" : String.format("%.1f", search.rejected()),
-                    search.ceilingReached(), steps, sent.sum(), acked.sum(), failed.sum());
+                    search.ceilingReached(), Double.isInfinite(ceiling) ? "null" : String.format("%.1f", ceiling), steps, sent.sum(), acked.sum(), failed.sum());
             sm.sealStream(scope, stream);
             sm.deleteStream(scope, stream);
         }
