@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,7 +76,49 @@ def search_fields(a) -> dict:
             "maxRateMBps": a.max_mbps}
 
 
-def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
+class CpuBudget:
+    """A cgroup (v1 `cpu` controller, or v2) whose CFS quota holds the client JVMs to `cpus` cores; removed on close.
+
+    The tools' processes are put in it by a `sh` prefix that writes its own pid into cgroup.procs and then execs the
+    command, so the JVM and every thread it starts are counted from the first instruction."""
+
+    def __init__(self, cpus: float):
+        self.cpus, self.dir = cpus, None
+        if cpus <= 0:
+            return
+        v1 = Path("/sys/fs/cgroup/cpu")
+        base = v1 if (v1 / "cpu.cfs_quota_us").exists() else Path("/sys/fs/cgroup")
+        self.dir = base / f"streambench-pvmax-{os.getpid()}"
+        period = 20000
+        try:
+            self.dir.mkdir()
+            if base == v1:
+                (self.dir / "cpu.cfs_period_us").write_text(str(period))
+                (self.dir / "cpu.cfs_quota_us").write_text(str(round(cpus * period)))
+            else:
+                (self.dir / "cpu.max").write_text(f"{round(cpus * period)} {period}")
+        except OSError as e:
+            self.close()
+            sys.exit(f"--client-cpus {cpus}: cannot make a CPU cgroup under {base} ({e}); run as root, or --client-cpus 0")
+
+    def prefix(self) -> list[str]:
+        if self.dir is None:
+            return []
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.dir / "cgroup.procs")]
+
+    def throttled(self) -> str:
+        if self.dir is None:
+            return ""
+        stat = dict(line.split() for line in (self.dir / "cpu.stat").read_text().splitlines())
+        return f", throttled periods {stat.get('nr_throttled', '?')}"
+
+    def close(self) -> None:
+        if self.dir is not None and self.dir.exists():
+            self.dir.rmdir()  # its processes have exited: the tools are run to completion
+        self.dir = None
+
+
+def runner(cluster_json: Path, work: Path, a, i: int, budget: CpuBudget) -> dict:
     drv = work / "pravega.yaml"
     drv.write_text(yaml.safe_dump({
         "name": "Pravega-bench", "driverClass": "io.openmessaging.benchmark.driver.pravega.PravegaBenchmarkDriver",
@@ -93,7 +136,7 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
     }, sort_keys=False))
     out = work / f"runner-{i}.json"
     env = dict(os.environ, OMB_RUN_JAVA_OPTS=" ".join(java_opts()))
-    p = subprocess.run([str(common.OMB_RUN), "--workload", str(wl), "--driver", str(drv), "--cluster", str(cluster_json),
+    p = subprocess.run([*budget.prefix(), str(common.OMB_RUN), "--workload", str(wl), "--driver", str(drv), "--cluster", str(cluster_json),
                         "--output", str(out), "--log", str(out.with_suffix(".log"))], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
@@ -104,12 +147,14 @@ def runner(cluster_json: Path, work: Path, a, i: int) -> dict:
             "ceiling": bool(rd.get("ceilingReached")), "ceilingRate": rd.get("ceilingRate")}
 
 
-def plain(controller: str, a, cap: float = 0.0) -> dict:
+def plain(controller: str, work: Path, a, budget: CpuBudget, cap: float = 0.0) -> dict:
     cp = f"{ROOT / 'runner/target/omb-runner.jar'}:{ROOT / 'runner/target/lib'}/*"
     args = [controller, SCOPE, a.partitions, a.producers, a.size, a.warmup, a.initial_rate, a.step_seconds, a.settle,
             a.max_steps, a.retries, a.max_delay_ms, cap, a.growth, a.max_mbps]
-    p = subprocess.run(["java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
+    p = subprocess.run([*budget.prefix(), "java", *java_opts(), "-cp", cp, "org.streambench.runner.bench.PlainWriterLoop", *map(str, args)],
                        capture_output=True, text=True, timeout=3600)
+    with open(work / "plain.log", "a") as log:
+        log.write(p.stderr)
     if p.returncode != 0:
         raise RuntimeError(f"PlainWriterLoop failed ({p.returncode}):\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -136,11 +181,16 @@ def main() -> int:
                     help="the search's ceiling for both tools (MB/s of payload; the runner's rateDiscovery.maxRateMBps)")
     ap.add_argument("--cluster-warmup", type=int, default=1, help="plain runs first, not counted (a cold cluster)")
     ap.add_argument("--cluster", type=Path, help="an up cluster's cluster.json (default: start one at --level)")
+    ap.add_argument("--client-cpus", type=float, default=0.0,
+                    help="hold each client JVM to this many cores (a CFS quota; 0 = no limit)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (the runs' logs and results)")
     ap.add_argument("--selftest", action="store_true", help="compare a plain loop capped at 90 %% with the plain loop")
     a = ap.parse_args()
     common.require_built()
     work = Path(tempfile.mkdtemp(prefix="pvmax-"))
     rundir = None
+    budget = CpuBudget(a.client_cpus)
+    keep = a.keep
     if a.cluster is None:
         rundir = work / "cluster"
         up = subprocess.run([sys.executable, "-m", "systems", "up", "pravega", "--level", a.level, "--dir", str(rundir)],
@@ -153,15 +203,16 @@ def main() -> int:
         controller = json.loads(a.cluster.read_text())["pravega"]["controllerUri"]
         print(f"Pravega {controller} ({'level ' + a.level if rundir else a.cluster}); {a.size} B events, {a.partitions} segments, "
               f"{a.producers} writers, no consumers; search {search_fields(a)}, warm-up {a.warmup} s; "
-              f"JVM {' '.join(java_opts())}; load {load()}", flush=True)
+              f"JVM {' '.join(java_opts())}; client CPU {str(a.client_cpus) + ' cores (CFS quota)' if budget.dir else 'unlimited'}; "
+              f"load {load()}", flush=True)
         names = ("runner", "plain")
         cap = 0.0
         for i in range(a.cluster_warmup):
-            r = plain(controller, a)
+            r = plain(controller, work, a, budget)
             print(f"cluster warm-up {i + 1} (not counted): plain {r['rate']:.0f} msg/s ({r['steps']} steps"
                   f"{', at the ceiling' if r['ceiling'] else ''}, load {load()})", flush=True)
         if a.selftest:
-            r0 = plain(controller, a)["rate"]
+            r0 = plain(controller, work, a, budget)["rate"]
             cap = 0.9 * r0
             names = ("capped", "plain")
             print(f"selftest: plain loop {r0:.0f} msg/s -> write path capped at {cap:.0f} msg/s (90 %); load {load()}", flush=True)
@@ -172,9 +223,9 @@ def main() -> int:
             line = []
             for tool in order:
                 if tool == "runner":
-                    r = runner(a.cluster, work, a, i)
+                    r = runner(a.cluster, work, a, i, budget)
                 else:
-                    r = plain(controller, a, cap if tool == "capped" else 0.0)
+                    r = plain(controller, work, a, budget, cap if tool == "capped" else 0.0)
                 got[tool].append(r["rate"])
                 at_ceiling += r["ceiling"]
                 ceilings.add(r["ceilingRate"])
@@ -195,10 +246,17 @@ def main() -> int:
                   f"{'ok' if not ok else 'BAD (the check cannot see a 10 % loss)'}")
             return 0 if not ok else 1
         return 0 if ok else 1
+    except BaseException:
+        print(f"the runs' logs are kept in {work}", file=sys.stderr)
+        keep = True
+        raise
     finally:
+        budget.close()
         if rundir is not None:
             subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
                            capture_output=True, text=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ public final class Metrics {
     public static final String[] NAMES = {"publish", "publishCorrected", "publishDelay", "endToEnd", "endToEndCorrected", "endToEndCatchUp"};
     public static final int N = NAMES.length;
 
-    final StripedRecorder[] rec = new StripedRecorder[N];
+    /** the publish columns (acknowledgement threads) and the end-to-end columns (receiving threads) */
+    final StripedRecorder publish = new StripedRecorder(3), e2e = new StripedRecorder(3);
+    private final Histogram[] pubRow = new Histogram[3], e2eRow = new Histogram[3]; // the tick's scratch
     public final LongAdder sent = new LongAdder(), acked = new LongAdder(), errors = new LongAdder(),
             received = new LongAdder(), e2eNegative = new LongAdder();
     /** acknowledged sends whose intended time lies in [windowFrom, windowUntil) (nanoTime): the measured phase */
@@ -19,9 +21,7 @@ public final class Metrics {
     public final LongAdder scheduleDropped = new LongAdder();
     public volatile long windowFrom = Long.MAX_VALUE, windowUntil = Long.MAX_VALUE;
 
-    public Metrics() {
-        for (int i = 0; i < N; i++) rec[i] = new StripedRecorder();
-    }
+    public Metrics() {}
 
     /** Send completion: times in nanoTime. */
     public void onSendComplete(long intendedNanos, long sendNanos, Throwable err) {
@@ -29,9 +29,8 @@ public final class Metrics {
         long now = System.nanoTime();
         acked.increment();
         if (intendedNanos >= windowFrom && intendedNanos < windowUntil) ackedInWindow.increment();
-        rec[PUBLISH].record(Math.max(0, (now - sendNanos) / 1000));
-        rec[PUBLISH_CORRECTED].record(Math.max(0, (now - intendedNanos) / 1000));
-        rec[PUBLISH_DELAY].record(Math.max(0, (sendNanos - intendedNanos) / 1000));
+        publish.record(PUBLISH, Math.max(0, (now - sendNanos) / 1000), PUBLISH_CORRECTED, Math.max(0, (now - intendedNanos) / 1000),
+                PUBLISH_DELAY, Math.max(0, (sendNanos - intendedNanos) / 1000));
     }
 
     /** A delivery: end-to-end from the header's send and intended times. */
@@ -41,10 +40,9 @@ public final class Metrics {
         long l = now - sendMicros;
         if (l < 0) { e2eNegative.increment(); l = 0; }
         if (catchUp) {
-            rec[E2E_CATCHUP].record(l);
+            e2e.record(E2E_CATCHUP - E2E, l);
         } else {
-            rec[E2E].record(l);
-            rec[E2E_CORRECTED].record(Math.max(0, now - intendedMicros));
+            e2e.record(0, l, E2E_CORRECTED - E2E, Math.max(0, now - intendedMicros));
         }
     }
 
@@ -55,8 +53,15 @@ public final class Metrics {
      */
     public Histogram[] interval(Histogram[] recycle) {
         Histogram[] out = recycle != null && recycle.length == N ? recycle : new Histogram[N];
-        for (int i = 0; i < N; i++) {
-            out[i] = rec[i].interval(out[i]);
+        for (int i = 0; i < 3; i++) { // a recycled array's histograms are filled again; a new one's are created
+            pubRow[i] = out[PUBLISH + i];
+            e2eRow[i] = out[E2E + i];
+        }
+        publish.interval(pubRow);
+        e2e.interval(e2eRow);
+        for (int i = 0; i < 3; i++) {
+            out[PUBLISH + i] = pubRow[i];
+            out[E2E + i] = e2eRow[i];
         }
         return out;
     }

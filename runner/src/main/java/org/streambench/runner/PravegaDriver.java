@@ -174,7 +174,7 @@ final class PravegaDriver implements Driver {
         @Override
         public void send(String key, byte[] payload, SendCallback cb) {
             CompletableFuture<Void> f = key != null ? w.writeEvent(key, payload) : w.writeEvent(payload);
-            f.whenComplete((v, ex) -> cb.done(ex));
+            f.whenComplete(cb);
         }
 
         @Override

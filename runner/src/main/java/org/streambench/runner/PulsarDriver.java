@@ -174,7 +174,7 @@ final class PulsarDriver implements Driver {
             public void send(String key, byte[] payload, SendCallback cb) {
                 TypedMessageBuilder<byte[]> m = p.newMessage().value(payload);
                 if (key != null) m.key(key);
-                m.sendAsync().whenComplete((id, ex) -> cb.done(ex));
+                m.sendAsync().whenComplete(cb);
             }
 
             @Override

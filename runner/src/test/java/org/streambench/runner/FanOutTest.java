@@ -152,26 +152,68 @@ class FanOutTest {
     }
 
     @Test
+    void stripedRecorderKeepsThreadsWhoseIdsShareATableEntryApart() throws Exception {
+        StripedRecorder r = new StripedRecorder(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1), recorded = new java.util.concurrent.CountDownLatch(1);
+        Thread a = new Thread(() -> {
+            r.record(0, 1000);
+            recorded.countDown();
+            try { go.await(); } catch (InterruptedException e) { throw new AssertionError(e); }
+            for (int i = 0; i < 1000; i++) r.record(0, 1000);
+        });
+        a.start();
+        recorded.await();
+        assertSame(a, r.cachedAt(a), "the first thread at an entry is kept in the table");
+        // threads get ids in creation order: make ones until one lands on a's entry while a is alive
+        Thread b = null;
+        for (int i = 0; i < 4 * StripedRecorder.TABLE && b == null; i++) {
+            Thread t = new Thread(() -> { for (int k = 0; k < 1000; k++) r.record(0, 5000); });
+            if ((t.getId() - a.getId()) % StripedRecorder.TABLE == 0) b = t;
+        }
+        assertNotNull(b);
+        b.start();
+        b.join();
+        assertSame(a, r.cachedAt(b), "a live thread keeps its entry; the other one asks its ThreadLocal");
+        go.countDown();
+        a.join();
+        Thread c = null;
+        for (int i = 0; i < 4 * StripedRecorder.TABLE && c == null; i++) {
+            Thread t = new Thread(() -> r.record(0, 9000));
+            if ((t.getId() - a.getId()) % StripedRecorder.TABLE == 0) c = t;
+        }
+        c.start();
+        c.join();
+        assertSame(c, r.cachedAt(a), "the entry of a thread that ended goes to the next one");
+        org.HdrHistogram.Histogram sum = r.interval(null)[0];
+        assertEquals(2002, sum.getTotalCount());
+        assertEquals(1001, sum.getCountAtValue(1000));
+        assertEquals(1000, sum.getCountAtValue(5000));
+        assertEquals(1, sum.getCountAtValue(9000));
+    }
+
+    @Test
     void stripedRecorderSumsOwnAndSharedRecordersAndRecyclesTheirHistograms() throws Exception {
         // more recording threads than own recorders (a Kafka fan-out run: one polling thread per consumer)
-        StripedRecorder r = new StripedRecorder();
+        StripedRecorder r = new StripedRecorder(1);
         int threads = StripedRecorder.MAX_OWN + 3 * StripedRecorder.SHARED;
         Runnable tick = () -> {
             List<Thread> ts = new ArrayList<>();
-            for (int i = 0; i < threads; i++) ts.add(new Thread(() -> { r.record(1000); r.record(2000); }));
+            for (int i = 0; i < threads; i++) ts.add(new Thread(() -> { r.record(0, 1000); r.record(0, 2000); }));
             ts.forEach(Thread::start);
             for (Thread t : ts) {
                 try { t.join(); } catch (InterruptedException e) { throw new AssertionError(e); }
             }
         };
         tick.run();
-        org.HdrHistogram.Histogram sum = r.interval(null);
-        assertEquals(2L * threads, sum.getTotalCount(), "every thread's samples, own and shared recorders");
-        // the next tick reuses its histograms (into, and each recorder's last interval histogram) and counts only new samples
+        org.HdrHistogram.Histogram[] sum = r.interval(null);
+        assertEquals(2L * threads, sum[0].getTotalCount(), "every thread's samples, own and shared recorders");
+        // the next tick reuses its histograms (into, and each row's spent histograms) and counts only new samples
         tick.run();
-        org.HdrHistogram.Histogram again = r.interval(sum);
+        org.HdrHistogram.Histogram first = sum[0];
+        org.HdrHistogram.Histogram[] again = r.interval(sum);
         assertSame(sum, again);
-        assertEquals(2L * threads, again.getTotalCount());
-        assertEquals(0, r.interval(again).getTotalCount(), "nothing recorded since");
+        assertSame(first, again[0]);
+        assertEquals(2L * threads, again[0].getTotalCount());
+        assertEquals(0, r.interval(again)[0].getTotalCount(), "nothing recorded since");
     }
 }
