@@ -29,13 +29,21 @@ createScope), so no later pair could run. A run that passes the ceiling is a low
 the script says how many runs stopped there. `--cluster-warmup` plain runs (default 1) go first and are not counted:
 on a fresh cluster the first search settled at 19 500-24 375 msg/s and a later one at 48 828.
 
+`--client-cpus C`: both client JVMs run in one CPU cgroup (cgroup v1 `cpu` or v2, a CFS quota of C cores per 20 ms;
+root) made for the script and removed at its end. Without it (the default) the client shares this machine's two cores
+with the cluster, and at 100 B events the cluster is what gives out first, so both tools measure the cluster and
+the pairs scatter with it. With a quota well below what the cluster takes, the client's CPU is the limit and the ratio
+is the runner's per-event cost beside the bare client's: the harder test of the runner's bookkeeping (three latency
+histograms per acknowledgement, the audit header), not the number a user on a real testbed sees. `--keep` keeps the
+work directory (each run's log and result, the plain loop's step lines); it is kept anyway when a run fails.
+
 `--selftest`: one plain run (after the warm-up) first sets R; then the pairs compare a plain loop whose write path is capped at 90 % of R
 (a token bucket in front of writeEvent) with the plain loop, exactly as above. The check must FAIL on it; the script
 exits 0 when it does.
 
   python runner/bench/maxrate_vs_pravega_writer.py [--pairs 4] [--level L2] [--partitions 4] [--producers 2] [--size 1024]
          [--initial-rate 16000] [--growth 1.25] [--step-seconds 4] [--max-steps 16] [--warmup 5]
-         [--max-mbps 60] [--cluster-warmup 1] [--cluster CLUSTER_JSON] [--selftest]
+         [--max-mbps 60] [--cluster-warmup 1] [--cluster CLUSTER_JSON] [--client-cpus 0] [--keep] [--selftest]
 """
 from __future__ import annotations
 
