@@ -115,10 +115,14 @@ class Run:
     # --- processes
     def spawn(self, name: str, cmd: list[str], *, cwd: Path, log: Path, stop_stage: int = 0,
               env: dict[str, str] | None = None) -> subprocess.Popen:
+        # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
+        # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
+        # in /tmp. Under the run directory it goes with the cluster.
+        extra = {"ROCKSDB_SHAREDLIB_DIR": str(self.rundir / "tmp" / name), **(env or {})}
         e = dict(os.environ)
-        e.update(env or {})
+        e.update(extra)
         p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
-                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), env_extra=env)
+                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), env_extra=extra)
         self.procs[name] = p
         return p
 

@@ -213,6 +213,13 @@ def start_process(rundir: Path, node: str, cmd: list[str], *, cwd: Path, log: Pa
     """Start cmd in a new session with stdout+stderr appended to log (at most max_log_bytes of it, if given);
     write its pid file first thing. env_extra (the variables env adds to the launcher's) is recorded for restarts."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    lib = (env_extra or {}).get("ROCKSDB_SHAREDLIB_DIR")
+    if lib:
+        # the node's own directory for RocksDB's extracted library (Cluster.spawn): a copy there belongs to an earlier
+        # process of this node, which the callers have checked is not running (a kill -9 left it behind)
+        Path(lib).mkdir(parents=True, exist_ok=True)
+        for stale in Path(lib).glob("librocksdbjni*"):
+            stale.unlink(missing_ok=True)
     if max_log_bytes:
         cmd = capped(cmd, log, max_log_bytes)
     with open(log, "ab") as lf:

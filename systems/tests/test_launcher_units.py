@@ -361,3 +361,24 @@ def test_kill_nodes_and_restart_nodes_start_them_again_in_reverse_stop_order(tmp
         cfg = load_config()
         cfg["stop_timeout_seconds"] = 1
         cluster.down(tmp_path, cfg, log=lambda m: None)
+
+
+def test_a_restarted_node_finds_its_rocksdb_directory_without_the_copy_a_killed_process_left(tmp_path):
+    # RocksDB's JNI loader extracts its library into ROCKSDB_SHAREDLIB_DIR and deletes it only on a clean exit
+    lib = tmp_path / "tmp" / "bookie-1"
+    lib.mkdir(parents=True)
+    (lib / "librocksdbjni123.so").write_bytes(b"left by a kill -9")
+    (lib / "other-file").write_text("kept")
+    env = dict(os.environ, ROCKSDB_SHAREDLIB_DIR=str(lib))
+    p, rec = proc.start_process(tmp_path, "bookie-1", ["bash", "-c", 'test -d "$ROCKSDB_SHAREDLIB_DIR"'], cwd=tmp_path,
+                                log=tmp_path / "bookie-1.log", env=env,
+                                env_extra={"ROCKSDB_SHAREDLIB_DIR": str(lib)})
+    assert p.wait(10) == 0
+    assert sorted(f.name for f in lib.iterdir()) == ["other-file"]
+    assert rec.env == {"ROCKSDB_SHAREDLIB_DIR": str(lib)}  # recorded, so a restart uses the same directory
+    # a directory removed since (a purged run directory reused) is made again
+    lib2 = tmp_path / "tmp" / "bookie-2"
+    p, _ = proc.start_process(tmp_path, "bookie-2", ["bash", "-c", 'test -d "$ROCKSDB_SHAREDLIB_DIR"'], cwd=tmp_path,
+                              log=tmp_path / "bookie-2.log", env=dict(os.environ, ROCKSDB_SHAREDLIB_DIR=str(lib2)),
+                              env_extra={"ROCKSDB_SHAREDLIB_DIR": str(lib2)})
+    assert p.wait(10) == 0
