@@ -117,8 +117,8 @@ class Run:
               env: dict[str, str] | None = None) -> subprocess.Popen:
         # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
         # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
-        # in /tmp. Under the run directory it goes with the cluster.
-        extra = {"ROCKSDB_SHAREDLIB_DIR": str(self.rundir / "tmp" / name), **(env or {})}
+        # in /tmp. In the node's directory it goes with the node's data (`up` and `down --purge`).
+        extra = {"ROCKSDB_SHAREDLIB_DIR": str(self.node_dir(name) / "tmp"), **(env or {})}
         e = dict(os.environ)
         e.update(extra)
         p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
