@@ -91,7 +91,7 @@ class CpuBudget:
     command, so the JVM and every thread it starts are counted from the first instruction."""
 
     def __init__(self, cpus: float):
-        self.cpus, self.dir = cpus, None
+        self.dir = None
         if cpus <= 0:
             return
         v1 = Path("/sys/fs/cgroup/cpu")
@@ -113,12 +113,6 @@ class CpuBudget:
         if self.dir is None:
             return []
         return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.dir / "cgroup.procs")]
-
-    def throttled(self) -> str:
-        if self.dir is None:
-            return ""
-        stat = dict(line.split() for line in (self.dir / "cpu.stat").read_text().splitlines())
-        return f", throttled periods {stat.get('nr_throttled', '?')}"
 
     def close(self) -> None:
         if self.dir is not None and self.dir.exists():

@@ -12,7 +12,6 @@ public final class Metrics {
 
     /** the publish columns (acknowledgement threads) and the end-to-end columns (receiving threads) */
     final StripedRecorder publish = new StripedRecorder(3), e2e = new StripedRecorder(3);
-    private final Histogram[] pubRow = new Histogram[3], e2eRow = new Histogram[3]; // the tick's scratch
     public final LongAdder sent = new LongAdder(), acked = new LongAdder(), errors = new LongAdder(),
             received = new LongAdder(), e2eNegative = new LongAdder();
     /** acknowledged sends whose intended time lies in [windowFrom, windowUntil) (nanoTime): the measured phase */
@@ -53,16 +52,8 @@ public final class Metrics {
      */
     public Histogram[] interval(Histogram[] recycle) {
         Histogram[] out = recycle != null && recycle.length == N ? recycle : new Histogram[N];
-        for (int i = 0; i < 3; i++) { // a recycled array's histograms are filled again; a new one's are created
-            pubRow[i] = out[PUBLISH + i];
-            e2eRow[i] = out[E2E + i];
-        }
-        publish.interval(pubRow);
-        e2e.interval(e2eRow);
-        for (int i = 0; i < 3; i++) {
-            out[PUBLISH + i] = pubRow[i];
-            out[E2E + i] = e2eRow[i];
-        }
+        publish.intervalInto(out, PUBLISH); // a recycled array's histograms are filled again; a new one's are created
+        e2e.intervalInto(out, E2E);
         return out;
     }
 }

@@ -78,8 +78,8 @@ final class StripedRecorder {
             }
         }
 
-        /** adds the samples since the last call to {@code into} */
-        void drainInto(Histogram[] into) {
+        /** adds the samples since the last call to {@code into[from ..]} */
+        void drainInto(Histogram[] into, int from) {
             phaser.readerLock();
             try {
                 Histogram[] spent = inactive;
@@ -90,7 +90,7 @@ final class StripedRecorder {
             } finally {
                 phaser.readerUnlock();
             }
-            for (int i = 0; i < into.length; i++) into[i].add(inactive[i]);
+            for (int i = 0; i < inactive.length; i++) into[from + i].add(inactive[i]);
         }
     }
 
@@ -129,8 +129,6 @@ final class StripedRecorder {
         });
     }
 
-    int width() { return width; }
-
     void record(int i, long v) { row().record(i, v); }
 
     void record(int i, long v, int j, long w) { row().record(i, v, j, w); }
@@ -166,11 +164,16 @@ final class StripedRecorder {
      */
     Histogram[] interval(Histogram[] into) {
         Histogram[] out = into != null && into.length == width ? into : new Histogram[width];
-        for (int i = 0; i < width; i++) {
+        intervalInto(out, 0);
+        return out;
+    }
+
+    /** as {@link #interval}, into {@code out[from .. from + width)}: a null there gets a new histogram */
+    void intervalInto(Histogram[] out, int from) {
+        for (int i = from; i < from + width; i++) {
             if (out[i] == null) out[i] = Histos.create();
             else out[i].reset();
         }
-        for (Row r : all) r.drainInto(out);
-        return out;
+        for (Row r : all) r.drainInto(out, from);
     }
 }
