@@ -5,8 +5,9 @@
 Each run starts from the raw files (a fresh temp directory): checked copy from the mirror, ingest to parquet,
 tables + claims + variables, ten figures, then the paper (HTML + PDF, the pandoc + typst path). Prints each
 stage's time and the median over runs (wall and CPU). With --cli it also times the Snakemake path once (one
-process per rule, as `snakemake -c2` runs them). Targets: files -> tables and figures <= 30 s
-(`to_figures` below), paper render <= 60 s (`paper`), on the 2-core box.
+process per rule, as `snakemake -c2` runs them). Criteria, on the medians over runs: files -> tables and figures
+<= 30 s (`to_figures` below) and paper render <= 60 s (`paper`), on the 2-core box; each printed with PASS or FAIL,
+and the exit code is 0 only when both hold (1 otherwise).
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from analysis import figures, ingest, published, report  # noqa: E402
 from paper import render as paper_render  # noqa: E402
 
 PAPER_SOURCES = ["paper.md", "_quarto.yml", "style.css"]
+# stage -> the most its median over runs may take (seconds of wall clock)
+TARGETS = {"to_figures": 30.0, "paper": 60.0}
 
 MANIFEST = REPO / "analysis" / "published" / "streamnative-2020.tsv"
 REFERENCE = REPO / "data" / "reference" / "studies.csv"
@@ -83,7 +86,19 @@ def cli_run(mirror: Path) -> float:
         return time.perf_counter() - w
 
 
-def main():
+def judge(results: list[dict]) -> int:
+    """Checks the median of each targeted stage against TARGETS; prints one line each; 0 when all hold, else 1."""
+    failed = []
+    for stage, limit in TARGETS.items():
+        med = statistics.median(r[stage] for r in results)
+        ok = med <= limit
+        failed += [] if ok else [stage]
+        print(f"criterion {stage} median {med:.2f}s <= {limit:.0f}s: {'PASS' if ok else 'FAIL'}")
+    print(f"verdict: {'PASS' if not failed else 'FAIL (' + ', '.join(failed) + ')'}")
+    return 1 if failed else 0
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mirror", type=Path, default=REPO / ".." / "shared" / "published" / "streamnative-2020")
@@ -99,7 +114,8 @@ def main():
     if a.cli:
         print(f"snakemake -c2 (analysis targets, 13 jobs): {cli_run(mirror):.2f}s wall")
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (shared machine)")
+    return judge(results)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -38,6 +38,7 @@ def test_unwritable_directory_is_named(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.skip_in_ci_ok("CI runs as root, and root writes to a chmod 500 directory; /proc/1 above covers it")
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write to a chmod 500 directory")
 def test_readonly_directory_is_named(tmp_path, capsys):  # pragma: no cover - runs for non-root users
     d = tmp_path / "ro"

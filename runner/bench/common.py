@@ -69,6 +69,37 @@ def run_omb(wl: Path, drv: Path, bootstrap: str, out: Path, *, popen_hook=None, 
     return json.loads(out.read_text())
 
 
+class Criteria:
+    """The pass/fail criteria of one bench run. Each `check` prints one line with the measured value, the
+    criterion and PASS or FAIL; `exit_code()` prints the tally and is the script's exit code: 0 when every
+    criterion passed, 1 when any failed or none was checked (a bench that judged nothing has not passed)."""
+
+    OPS = {"<=": lambda v, t: v <= t, ">=": lambda v, t: v >= t}
+
+    def __init__(self) -> None:
+        self.results: list[tuple[str, bool]] = []
+
+    def check(self, name: str, value: float, op: str, target: float, unit: str = "", fmt: str = ".3f") -> bool:
+        ok = bool(self.OPS[op](value, target))
+        self.results.append((name, ok))
+        print(f"criterion {name}: {value:{fmt}}{unit} {op} {target:{fmt}}{unit}: {'PASS' if ok else 'FAIL'}", flush=True)
+        return ok
+
+    def fail(self, name: str, why: str) -> None:
+        """A criterion that could not be judged (too few samples, a failed tool): counts as failed."""
+        self.results.append((name, False))
+        print(f"criterion {name}: not judged ({why}): FAIL", flush=True)
+
+    def exit_code(self) -> int:
+        failed = [n for n, ok in self.results if not ok]
+        if not self.results:
+            print("verdict: FAIL (no criterion was checked)")
+            return 1
+        print(f"verdict: {'PASS' if not failed else 'FAIL'} ({len(self.results) - len(failed)} of {len(self.results)} "
+              f"criteria met{'; failed: ' + ', '.join(failed) if failed else ''})")
+        return 1 if failed else 0
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
 

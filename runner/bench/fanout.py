@@ -4,10 +4,11 @@
 Starts a real 3-node cluster (`python -m systems up SYSTEM --level L1`, stopped on exit), then
 - heap: omb-run with `--consumers` (default 5 000) subscriptions x 1 consumer at 1 msg/s, and again with `--small`
   (default 50); once the measured phase runs, forces a GC in the runner JVM (`jcmd <pid> GC.run`) and reads the used
-  heap (`GC.heap_info`). Prints heap after GC per consumer, (heap(N) - heap(small)) / (N - small). Target <= 50 KB.
+  heap (`GC.heap_info`). Prints heap after GC per consumer, (heap(N) - heap(small)) / (N - small). Criterion <= 50 KB.
 - connect: `--reps` pairs in ABBA order, a plain client loop of the same library (runner/.../bench/PlainConnect.java:
   N subscriptions x 1 consumer, the same number in flight) and omb-run with the same consumers; the connect rate is
-  N / (first connect start -> last connected). Prints the medians and runner/plain. Target >= 0.95.
+  N / (first connect start -> last connected). Prints the medians and runner/plain. Criterion >= 0.95.
+Exits 0 when every criterion it judged holds, 1 when one fails.
 
   python runner/bench/fanout.py --system pulsar [--consumers 5000] [--small 50] [--reps 2] [--only heap|connect]
 Run under /work/.locks/with-cluster --exclusive and quote `uptime` beside the numbers.
@@ -27,6 +28,9 @@ import time
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OMB_RUN = ROOT / "runner" / "bin" / "omb-run"
@@ -101,6 +105,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="fanout-bench-", dir=ROOT / "data" / "runs" if (ROOT / "data" / "runs").is_dir() else None))
     rundir = tmp / "cluster"
     env = dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'hw-probes'}")
+    crit = common.Criteria()
     try:
         up = subprocess.run([sys.executable, "-m", "systems", "up", a.system, "--level", "L1", "--dir", str(rundir)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
@@ -112,11 +117,15 @@ def main() -> int:
         if a.only in (None, "heap"):
             big, kb_big = omb(a.system, workload(tmp / "big.yaml", a.consumers, a.concurrency, 20), cluster, tmp / "big.json", True)
             small, kb_small = omb(a.system, workload(tmp / "small.yaml", a.small, a.concurrency, 20), cluster, tmp / "small.json", True)
-            per = (kb_big - kb_small) / (a.consumers - a.small)
-            print(f"heap after GC: {kb_big / 1024:.1f} MB with {a.consumers} consumers, {kb_small / 1024:.1f} MB with {a.small}"
-                  f" -> {per:.1f} KB per consumer ({kb_big / a.consumers:.1f} KB/consumer all-in); target <= 50 KB: "
-                  f"{'PASS' if per <= 50 else 'FAIL'}; connection time {big['x-streambench']['fanOut']['connectionTimeSeconds']:.1f} s;"
-                  f" uptime {os.getloadavg()}")
+            conn = big['x-streambench']['fanOut']['connectionTimeSeconds']
+            if kb_big is None or kb_small is None:
+                crit.fail("heap per consumer", "no heap reading from jcmd GC.heap_info")
+            else:
+                per = (kb_big - kb_small) / (a.consumers - a.small)
+                print(f"heap after GC: {kb_big / 1024:.1f} MB with {a.consumers} consumers, {kb_small / 1024:.1f} MB with "
+                      f"{a.small} -> {per:.1f} KB per consumer ({kb_big / a.consumers:.1f} KB/consumer all-in); connection "
+                      f"time {conn:.1f} s; uptime {os.getloadavg()}")
+                crit.check("heap after GC per consumer", per, "<=", 50.0, unit=" KB", fmt=".1f")
         if a.only in (None, "connect"):
             if a.system == "pulsar":
                 endpoint, topic = cj["pulsar"]["serviceUrl"], "persistent://public/default/plain-connect-bench"
@@ -139,12 +148,13 @@ def main() -> int:
                       f" uptime {os.getloadavg()}")
             ratio = statistics.median(runner_rates) / statistics.median(plain_rates)
             print(f"connect rate: runner median {statistics.median(runner_rates):.1f}/s, plain median "
-                  f"{statistics.median(plain_rates):.1f}/s, ratio {ratio:.2f}; target >= 0.95: {'PASS' if ratio >= 0.95 else 'FAIL'}")
+                  f"{statistics.median(plain_rates):.1f}/s")
+            crit.check("connect rate, runner / plain client", ratio, ">=", 0.95, fmt=".2f")
     finally:
         subprocess.run([sys.executable, "-m", "systems", "down", "--dir", str(rundir)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return crit.exit_code()
 
 
 if __name__ == "__main__":

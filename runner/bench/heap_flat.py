@@ -4,7 +4,8 @@
 Starts a single local broker, runs omb-run at `--rate` msg/s (1 KB, 10 partitions, 1 producer, 1 subscription with
 1 consumer, so the audit is exercised) for `--duration` seconds and, every `--every` seconds, forces a GC in the runner
 JVM (`jcmd <pid> GC.run`) and reads the used heap (`jcmd <pid> GC.heap_info`). Prints the samples, the median of the
-first and last thirds and their ratio, and the least-squares slope in MB/min. The issue's target is 10 minutes
+first and last thirds and their ratio, and the least-squares slope in MB/min. Criteria (see `judge`): ratio <= 1.10 and slope <= +1 MB/min;
+exit 0 when both hold, 1 when not. The issue's target is 10 minutes
 (`--duration 600`) at the highest rate the machine holds.
 
   python runner/bench/heap_flat.py [--duration 600] [--rate 20000] [--every 20]
@@ -62,9 +63,21 @@ def main() -> int:
     x = r["x-streambench"]
     print(f"achieved {x['producerRate']['achieved']:.0f} msg/s; audit sent {x['audit']['sent']} lost {x['audit']['lost']} "
           f"duplicated {x['audit']['duplicated']}")
+    return judge(samples, x["audit"]["sent"])
+
+
+MAX_RATIO = 1.10  # live heap after GC, last third / first third of the run
+MAX_SLOPE_MB_PER_MIN = 1.0
+
+
+def judge(samples: list[tuple[float, float]], messages: int) -> int:
+    """samples: (seconds since start, MB used after a forced GC). Criteria ("flat"): the median of the last third of
+    the samples is at most 1.10 x the first third's, and the least-squares slope is at most +1 MB/min (a per-message
+    leak of 8 bytes at 20 000 msg/s grows 9.6 MB/min). Fewer than 3 samples judge nothing and fail."""
+    crit = common.Criteria()
     if len(samples) < 3:
-        print("too few samples")
-        return 1
+        crit.fail("heap flat", f"{len(samples)} samples, at least 3 needed")
+        return crit.exit_code()
     n = len(samples)
     first = common.median([m for _, m in samples[: max(1, n // 3)]])
     last = common.median([m for _, m in samples[-max(1, n // 3):]])
@@ -72,9 +85,10 @@ def main() -> int:
     mt, mm = sum(ts) / n, sum(ms) / n
     slope = sum((t - mt) * (m - mm) for t, m in samples) / sum((t - mt) ** 2 for t in ts) * 60
     print(f"heap after GC: median first third {first:.1f} MB, last third {last:.1f} MB, ratio {last / first:.3f}; "
-          f"slope {slope:+.2f} MB/min over {samples[-1][0] - samples[0][0]:.0f} s ({x['audit']['sent']} messages)")
-    return 0
-
+          f"slope {slope:+.2f} MB/min over {samples[-1][0] - samples[0][0]:.0f} s ({messages} messages)")
+    crit.check("heap after GC, last third / first third", last / first, "<=", MAX_RATIO)
+    crit.check("heap after GC, slope", slope, "<=", MAX_SLOPE_MB_PER_MIN, unit=" MB/min", fmt=".2f")
+    return crit.exit_code()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,8 +4,8 @@
 Same jars (kafka-clients of the root pom's kafka.version; ProducerPerformance from kafka-tools of the same version,
 from the distribution systems/ materialises), same single local broker (started here, stopped on exit), 1 KB,
 acks=1, same producer settings, one producer, one topic with the same partitions; runs alternate (runner, perf-test,
-runner, ...) so drift on a shared machine hits both. Prints every run, the medians and the ratio runner / perf-test
-(target >= 0.95).
+runner, ...) so drift on a shared machine hits both. Prints every run, the medians and the ratio runner / perf-test.
+Criterion: ratio >= 0.95; exit 0 when it holds, 1 when not.
 
   python runner/bench/maxrate_vs_perftest.py [--reps 3] [--seconds 20] [--partitions 10] [--linger-ms 1] [--batch-size 131072]
 """
@@ -72,10 +72,15 @@ def main() -> int:
     mr, mw, mp = common.median(runner_rates), common.median(runner_whole), common.median(perf_rates)
     print(f"median runner {mr:.0f} msg/s ({mr * 1024 / 1048576:.1f} MB/s), whole run {mw:.0f}; "
           f"median perf-test {mp:.0f} msg/s ({mp * 1024 / 1048576:.1f} MB/s)")
-    print(f"ratio runner/perf-test: {mr / mp:.3f} (measured phase), {mw / mp:.3f} (whole run); target >= 0.95: "
-          f"{'PASS' if mr / mp >= 0.95 else 'FAIL'}")
-    return 0
+    print(f"ratio runner/perf-test: {mr / mp:.3f} (measured phase), {mw / mp:.3f} (whole run)")
+    return judge(mr, mp)
 
+
+def judge(runner_median: float, perf_median: float) -> int:
+    """Criterion: the runner's median maximum rate (measured phase) >= 0.95 x perf-test's; the exit code."""
+    crit = common.Criteria()
+    crit.check("runner / perf-test median max rate", runner_median / perf_median, ">=", 0.95)
+    return crit.exit_code()
 
 if __name__ == "__main__":
     sys.exit(main())
