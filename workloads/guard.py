@@ -7,7 +7,7 @@ the state of the host while it ran.
   `check_disk` the refusal, before a cluster starts, when the file system cannot take it below the brokers'
   thresholds.
 - `HostSampler`: a thread that samples /proc once a second while the runner runs: CPU use of the whole host,
-  of the cluster's processes and of the runner, steal, load average, and the data file system's use (it calls
+  of the cluster's processes, of the runner and of the kernel (threads, irq, softirq), steal, load average, and the data file system's use (it calls
   back when that crosses the stop threshold, so the run is stopped before the bookies turn read-only).
 - `gc_pauses`: the longest JVM pause of each node in a time window, from the nodes' GC logs.
 - `validity`: the run's verdict: `suspect` with reasons when the host was busy with other work, stolen from,
@@ -154,11 +154,37 @@ def check_disk(path: Path, need: float, limits: dict, what: str) -> dict:
 # ------------------------------------------------------------------------------------------------------------
 def read_stat() -> tuple[int, int, int]:
     """(total, idle+iowait, steal) jiffies of the whole host."""
+    total, idle, steal, _ = read_stat_irq()
+    return total, idle, steal
+
+
+def read_stat_irq() -> tuple[int, int, int, int]:
+    """(total, idle+iowait, steal, irq+softirq) jiffies of the whole host."""
     with open("/proc/stat") as fh:
         parts = fh.readline().split()[1:]
     v = [int(x) for x in parts]
     total = sum(v[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
-    return total, v[3] + v[4], v[7] if len(v) > 7 else 0
+    return total, v[3] + v[4], v[7] if len(v) > 7 else 0, v[5] + v[6]
+
+
+PF_KTHREAD = 0x00200000  # task flag of a kernel thread (include/linux/sched.h)
+
+
+def kernel_thread_cpu() -> int:
+    """CPU jiffies (utime + stime) of the host's kernel threads now: the kworkers, journal (jbd2), loop, block and
+    ksoftirqd threads that write and fsync the clusters' data and carry their loopback traffic."""
+    t = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            s = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        rest = s[s.rindex(")") + 2:].split()
+        if int(rest[6]) & PF_KTHREAD:
+            t += int(rest[11]) + int(rest[12])
+    return t
 
 
 def _proc_cpu(pids) -> int:
@@ -212,14 +238,16 @@ class HostSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> dict:
-        total, idle, steal = read_stat()
+        total, idle, steal, irq = read_stat_irq()
         cl = _proc_cpu(self.cluster_pids()) if self.cluster_pids else 0
         rn = _proc_cpu(self.runner_pids()) if self.runner_pids else 0
+        kt = kernel_thread_cpu()
         with open("/proc/loadavg") as fh:
             load1 = float(fh.read().split()[0])
         du = shutil.disk_usage(self.data_path)
         self.peak_used = max(self.peak_used, du.used)
-        return {"t": time.time(), "total": total, "idle": idle, "steal": steal, "cluster": cl, "runner": rn,
+        return {"t": time.time(), "total": total, "idle": idle, "steal": steal, "irq": irq, "kthreads": kt,
+                "cluster": cl, "runner": rn,
                 "load1": load1, "used": du.used, "diskTotal": du.total, "free": du.free}
 
     def run(self) -> None:
@@ -247,7 +275,9 @@ class HostSampler(threading.Thread):
 
     def summary(self, t0: float | None = None, t1: float | None = None) -> dict | None:
         """CPU and load over [t0, t1] (epoch s; the whole sampling when None): the host's CPU use in cores and %,
-        steal %, the cores used by the cluster, by the runner and by everything else (foreign), mean and max load."""
+        steal %, the cores used by the cluster, by the runner, by the kernel (its threads plus interrupt and softirq
+        time: the I/O and loopback traffic of the cluster and the runner), and by everything else (foreign: user
+        processes that are neither), mean and max load."""
         ss = [s for s in self.samples if (t0 is None or s["t"] >= t0 - 1) and (t1 is None or s["t"] <= t1 + 1)]
         if len(ss) < 2:
             return None
@@ -262,12 +292,16 @@ class HostSampler(threading.Thread):
             return sum(max(0, y[key] - x[key]) for x, y in zip(ss, ss[1:]))
         cluster = used("cluster") / hz / secs
         runner = used("runner") / hz / secs
+        # kernel threads come and go (kworkers); irq+softirq is host-wide. Sampler rows taken before this field
+        # existed have neither.
+        kernel = (used("kthreads") + used("irq")) / hz / secs if "kthreads" in a else 0.0
         busy_cores = busy * cores
         loads = [s["load1"] for s in ss]
         return {"cores": cores, "seconds": round(secs, 1), "cpuUtilisationPercent": round(100 * busy, 1),
                 "stealPercent": round(100 * (b["steal"] - a["steal"]) / dtot, 2),
                 "clusterCores": round(cluster, 2), "runnerCores": round(runner, 2),
-                "foreignCores": round(max(0.0, busy_cores - cluster - runner), 2),
+                "kernelCores": round(kernel, 2),
+                "foreignCores": round(max(0.0, busy_cores - cluster - runner - kernel), 2),
                 "loadAverageMean": round(sum(loads) / len(loads), 2), "loadAverageMax": round(max(loads), 2)}
 
 

@@ -149,3 +149,74 @@ def test_validity_names_each_reason():
     fixed["x-streambench"]["measuredPhase"].update(sustained=False, reasons=["consumer backlog grew by 9000 msgs"])
     assert guard.validity(host, fixed, LIM)["status"] == "ok"
     assert guard.validity(None, {}, LIM)["status"] == "ok"
+
+
+def test_summary_counts_kernel_time_apart_from_foreign_work():
+    """Pure arithmetic over two samples 10 s apart on 2 cores: 1.6 cores busy, of which 0.6 the cluster, 0.4 the
+    runner, 0.3 kernel threads and 0.1 irq/softirq: 0.2 cores are foreign."""
+    hz = os.sysconf("SC_CLK_TCK")
+    s = guard.HostSampler(None, None, Path("."), LIM)
+    cores = os.cpu_count()
+    total = 10 * hz * cores
+    s.samples = [{"t": 0.0, "total": 0, "idle": 0, "steal": 0, "irq": 0, "kthreads": 0, "cluster": 0, "runner": 0, "load1": 1.0},
+                 {"t": 10.0, "total": total, "idle": total - 16 * hz, "steal": 0, "irq": 1 * hz, "kthreads": 3 * hz,
+                  "cluster": 6 * hz, "runner": 4 * hz, "load1": 1.0}]
+    summ = s.summary()
+    assert summ["kernelCores"] == pytest.approx(0.4)
+    assert summ["foreignCores"] == pytest.approx(0.2)
+
+
+_CLUSTER_LIKE = r"""
+import os, socket, sys, threading, time
+# what a cluster makes the kernel do: fsynced writes (journal, writeback) and loopback traffic
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+def echo():
+    c, _ = srv.accept()
+    while True:
+        b = c.recv(65536)
+        if not b: return
+        c.sendall(b)
+threading.Thread(target=echo, daemon=True).start()
+cl = socket.create_connection(srv.getsockname())
+buf = os.urandom(1 << 20)
+t = time.time()
+with open(sys.argv[1], "wb") as fh:
+    while time.time() - t < float(sys.argv[2]):
+        fh.write(buf); fh.flush(); os.fsync(fh.fileno()); fh.seek(0)
+        cl.sendall(buf[:65536]); cl.recv(65536)
+        time.sleep(0.01)
+"""
+
+
+def _sampled_run(tmp_path, hog: bool) -> dict:
+    import subprocess
+    import sys
+    secs = 4.0
+    cluster = subprocess.Popen([sys.executable, "-c", _CLUSTER_LIKE, str(tmp_path / "data"), str(secs)],
+                               start_new_session=True)
+    hog_p = None
+    if hog:  # a busy loop that is neither the cluster's nor the runner's: what "other work" means
+        hog_p = subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()\nwhile time.time()-t<{secs}: pass"])
+    s = guard.HostSampler(guard.group_pids({cluster.pid}), None, tmp_path, LIM, interval=0.25)
+    s.start()
+    try:
+        assert cluster.wait(60) == 0
+    finally:
+        s.stop()
+        if hog_p:
+            hog_p.kill()
+            hog_p.wait()
+    summ = s.summary()
+    return {"summary": summ, "validity": guard.validity(summ, {}, LIM)}
+
+
+def test_a_cpu_hog_beside_a_run_is_flagged_and_the_same_run_without_it_is_not(tmp_path):
+    """The validity flag means interference: a run whose cluster keeps the kernel busy (fsync, loopback) is `ok`;
+    the same run with a one-core busy loop beside it is `suspect`. Needs a quiet host (as in CI)."""
+    quiet = _sampled_run(tmp_path, hog=False)
+    assert quiet["validity"]["status"] == "ok", quiet
+    assert quiet["summary"]["kernelCores"] >= 0 and quiet["summary"]["clusterCores"] > 0
+    busy = _sampled_run(tmp_path, hog=True)
+    assert busy["validity"]["status"] == "suspect", busy
+    assert busy["summary"]["foreignCores"] >= 0.7, busy
+    assert any("the host ran other work" in r for r in busy["validity"]["reasons"])
