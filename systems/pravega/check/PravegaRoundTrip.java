@@ -19,16 +19,19 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * A functional check of a running Pravega cluster (systems/tests/test_integration.py), run as a Java source file:
- *   java -cp '<dist>/libs/*' PravegaRoundTrip.java CONTROLLER_URI SCOPE STREAM SEGMENTS EVENTS KEYS
+ *   java -cp '<dist>/libs/*' PravegaRoundTrip.java CONTROLLER_URI SCOPE STREAM SEGMENTS EVENTS KEYS [pause-at-half]
  * Creates the scope and a stream of SEGMENTS fixed segments, writes EVENTS events "<seq>" with routing keys k0..k{KEYS-1}
  * (seq counts per key), waits for every acknowledgement, then reads them back with one reader and prints each event
- * as "<key>\t<seq>" on stdout, then "done <n>". Exit 1 on any error.
+ * as "<key>\t<seq>" on stdout, then "done <n>". Exit 1 on any error. With pause-at-half it prints "half" once half
+ * of the events are handed to the writer (not yet acknowledged) and waits for a line on stdin before it writes the
+ * rest: the test kills a node there.
  */
 public class PravegaRoundTrip {
     public static void main(String[] args) throws Exception {
         URI controller = URI.create(args[0]);
         String scope = args[1], stream = args[2];
         int segments = Integer.parseInt(args[3]), events = Integer.parseInt(args[4]), keys = Integer.parseInt(args[5]);
+        boolean pause = args.length > 6 && args[6].equals("pause-at-half");
         ClientConfig cc = ClientConfig.builder().controllerURI(controller).build();
         try (StreamManager sm = StreamManager.create(cc)) {
             sm.createScope(scope);
@@ -42,6 +45,13 @@ public class PravegaRoundTrip {
                 int[] counters = new int[keys];
                 List<CompletableFuture<Void>> acks = new ArrayList<>(events);
                 for (int i = 0; i < events; i++) {
+                    if (pause && i == events / 2) {
+                        System.out.println("half");
+                        System.out.flush();
+                        if (new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine() == null) {
+                            throw new IllegalStateException("stdin closed at half");
+                        }
+                    }
                     int k = i % keys;
                     acks.add(w.writeEvent("k" + k, "k" + k + "\t" + counters[k]++));
                 }
