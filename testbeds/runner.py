@@ -35,13 +35,19 @@ class RunnerFailed(TestbedError):
     def __init__(self, msg: str, rc: int):
         super().__init__(msg)
         self.rc = rc
-JAVA_OPTS = ["-Xms512m", "-Xmx2g", "-XX:+UseG1GC"]  # runner/bin/omb-run's defaults
+
+
+def java_opts() -> list[str]:
+    """The runner's JVM options, from the file runner/bin/omb-run reads too: a remote result comes from the same
+    JVM set-up as a local one."""
+    lines = (root() / "runner" / "bin" / "jvm.options").read_text().splitlines()
+    return [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
 
 
 def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: int | None,
                 extra: list[str]) -> list[str]:
     rr = posixpath.join(h.work_dir, "runner")
-    cmd = ["java", *JAVA_OPTS, f"-Dstreambench.gitRevision={rev}",
+    cmd = ["java", *java_opts(), f"-Dstreambench.gitRevision={rev}",
            f"-Dstreambench.gitDirty={'' if dirty is None else str(dirty).lower()}",
            "-cp", f"{rr}/omb-runner.jar:{rr}/lib/*", MAIN,
            "--workload", f"{rdir}/workload.yaml", "--driver", f"{rdir}/driver.yaml",

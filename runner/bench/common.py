@@ -14,6 +14,16 @@ ROOT = Path(__file__).resolve().parents[2]
 OMB_RUN = ROOT / "runner" / "bin" / "omb-run"
 
 
+def runner_java_opts() -> list[str]:
+    """The JVM options omb-run starts the runner with: OMB_RUN_JAVA_OPTS when set, else runner/bin/jvm.options."""
+    import os
+    import shlex
+    if os.environ.get("OMB_RUN_JAVA_OPTS"):
+        return shlex.split(os.environ["OMB_RUN_JAVA_OPTS"])
+    lines = (ROOT / "runner" / "bin" / "jvm.options").read_text().splitlines()
+    return [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
+
+
 def require_built() -> None:
     if not (ROOT / "runner" / "target" / "omb-runner.jar").exists():
         sys.exit("runner not built: run `mvn -q -f runner/pom.xml package` first")

@@ -50,8 +50,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -69,9 +67,7 @@ SCOPE = "streambench"
 
 
 def java_opts() -> list[str]:
-    text = (ROOT / "runner/bin/omb-run").read_text()
-    default = re.search(r"OMB_RUN_JAVA_OPTS:-([^}]*)\}", text).group(1)
-    return shlex.split(os.environ.get("OMB_RUN_JAVA_OPTS", default))
+    return common.runner_java_opts()
 
 
 def load() -> str:

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -40,9 +38,7 @@ DRIVER = ROOT / "workloads/drivers/kafka-L2-tuned.yaml"
 
 
 def java_opts() -> list[str]:
-    text = (ROOT / "runner/bin/omb-run").read_text()
-    default = re.search(r"OMB_RUN_JAVA_OPTS:-([^}]*)\}", text).group(1)
-    return shlex.split(os.environ.get("OMB_RUN_JAVA_OPTS", default))
+    return common.runner_java_opts()
 
 
 def plain(bootstrap: str, work: Path, a, drv: dict) -> dict:

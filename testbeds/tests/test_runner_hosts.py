@@ -25,3 +25,29 @@ def test_a_fanout_workload_runs_on_the_first_client_host_only(tmp_path):
     # study 003: sized for one runner process (workloads/fanout.py); the processes' start barrier is a directory
     inv = _inventory(tmp_path, 2)
     assert [h.name for h in clients_for(inv, OMB_DIR / "1-topic-1-partition-10kb-1p-1c-20ksub-1.yaml")] == ["client-1"]
+
+
+def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path):
+    """Issue 30, blocker 9: a remote result must come from the same JVM set-up as a local one. omb-run is run for real
+    with a stand-in `java` that prints its arguments; the remote command must carry the same options."""
+    import os
+    import subprocess
+
+    from testbeds.runner import _remote_cmd
+    from testbeds.util import root
+
+    jdk = tmp_path / "jdk" / "bin"
+    jdk.mkdir(parents=True)
+    (jdk / "java").write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    (jdk / "java").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "OMB_RUN_JAVA_OPTS"}
+    env["JAVA_HOME"] = str(tmp_path / "jdk")
+    out = subprocess.run([str(root() / "runner" / "bin" / "omb-run"), "--help"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 0, out.stderr  # needs the built runner (env/test builds it first)
+    local = [a for a in out.stdout.splitlines() if a.startswith("-X")]
+    inv = _inventory(tmp_path, 1)
+    cmd = _remote_cmd(inv.clients[0], "/w/bench/x", "rev", False, 0, 1, None, [])
+    remote = [a for a in cmd if a.startswith("-X")]
+    assert local and remote == local, (remote, local)
+    assert "-XX:MaxGCPauseMillis=10" in remote
