@@ -65,20 +65,47 @@ def test_local_100_partition_run_is_also_the_sweep_point(built):
         ("publish", "100", "pulsar", "3"), ("e2e", "100", "pulsar", "3")}
 
 
-def test_every_variable_the_paper_uses_exists(built):
+VAR_RE = r"\{\{<\s*var\s+([A-Za-z0-9_.-]+)\s*>\}\}"
+
+
+def paper_sources():
+    """The files the paper's text lives in: paper.md (front matter, include lines) and every section."""
+    paper = REFERENCE.parents[2] / "paper"
+    return [paper / "paper.md", *sorted((paper / "sections").glob("*.qmd"))]
+
+
+def missing_variables(variables: dict, sources) -> tuple[set, list]:
+    """(keys the sources use, those of them `variables` lacks or holds as a mapping/list, not a value)."""
     import re
-    v = yaml.safe_load(open(built / "_variables.yml"))
     used = set()
-    for qmd in (REFERENCE.parents[2] / "paper").glob("*.qmd"):
-        used |= set(re.findall(r"\{\{<\s*var\s+([A-Za-z0-9_.]+)\s*>\}\}", qmd.read_text()))
+    for src in sources:
+        used |= set(re.findall(VAR_RE, src.read_text()))
     missing = []
     for key in sorted(used):
-        node = v
+        node = variables
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
+        if node is None or isinstance(node, (dict, list)):
             missing.append(key)
-    assert not missing, f"paper/*.qmd uses keys _variables.yml lacks: {missing}"
+    return used, missing
+
+
+def test_every_variable_the_paper_uses_exists(built):
+    v = yaml.safe_load(open(built / "_variables.yml"))
+    sources = paper_sources()
+    assert len(sources) > 1, "no section files under paper/sections"
+    used, missing = missing_variables(v, sources)
+    assert used, "paper/paper.md and paper/sections/*.qmd use no {{< var >}} key: the scan found nothing"
+    assert not missing, f"paper/sections/*.qmd use keys _variables.yml lacks: {missing}"
+
+
+def test_variable_scan_reports_a_key_the_report_does_not_write(tmp_path):
+    sec = tmp_path / "s.qmd"
+    sec.write_text("We ran {{< var local.runs >}} runs and {{<var local.nonexistent >}} more; "
+                   "{{< var derived.x_y >}} {{< var derived >}}.\n")
+    used, missing = missing_variables({"local": {"runs": 3}, "derived": {"x_y": "n/a"}}, [sec])
+    assert used == {"local.runs", "local.nonexistent", "derived.x_y", "derived"}
+    assert missing == ["derived", "local.nonexistent"]
 
 
 def test_formatting_and_markdown():
