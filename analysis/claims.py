@@ -207,10 +207,24 @@ def reference_claims(dv: Deriver, reference_csv):
             if local == "async" and sysm == "pulsar":
                 amb += "; " + AMBIG[("mixed", "async")]
             out.append(_row(cid, experiment="E000-MIX", derived=v, files=files, ambiguous=amb,
-                            derivation="publish p99 (aggregated quantile map) of the catch-up run", **base))
+                            derivation="publish p99 (aggregated quantile map) of the catch-up run",
+                            note=mixed_proxy_note(files), **base))
             continue
         raise ValueError(f"{reference_csv}: no derivation for experiment {e!r}")
     return out
+
+
+def proxy_folders(files) -> str:
+    """'catchup_read/sync/' from the result files a row was derived from (their folders, without 'results/')."""
+    folders = sorted({f.rsplit("/", 1)[0].removeprefix("results/") + "/" for f in files})
+    return ", ".join(folders)
+
+
+def mixed_proxy_note(files) -> str:
+    """What a Table 1-4 row is compared with: no mixed-workload file exists, so a catch-up file stands in."""
+    if not files:
+        return "proxy: no mixed and no catch-up file of this level"
+    return f"proxy, not a mixed run: publish p99 of the catch-up file in {proxy_folders(files)} (same level)"
 
 
 def _level(cfg):

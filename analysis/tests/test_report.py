@@ -58,6 +58,20 @@ def test_claims_md_lists_ambiguities(built):
     assert "studies.md [ambig]" in md and "no raw data" in md
 
 
+def test_mixed_rows_of_the_study_say_which_catch_up_file_stands_in(built):
+    rows = list(csv.DictReader(open(built / "tables" / "mixed.csv")))
+    pub = [r for r in rows if r["testbed"] == "aws i3en.2xlarge (study 000)"]
+    assert len(pub) == 8
+    for r in pub:  # sync levels: the catch-up file in catchup_read/sync/; async: catchup_read/nosync/ (journal kept)
+        folder = "catchup_read/sync/" if r["local_durability"] == "sync" else "catchup_read/nosync/"
+        assert r["source"] == f"proxy: catch-up run in {folder} (no mixed files published)", r
+    assert "proxy: catch-up run in catchup_read/nosync/" in (built / "tables" / "mixed.md").read_text()
+    cl = [r for r in csv.DictReader(open(built / "tables" / "claims.csv")) if r["experiment"] == "E000-MIX"]
+    assert len(cl) == 8 and all(r["note"].startswith("proxy, not a mixed run: publish p99 of the catch-up file in catchup_read/")
+                                for r in cl), [r["note"] for r in cl]
+    assert "proxy, not a mixed run" in (built / "tables" / "claims.md").read_text()
+
+
 def test_local_100_partition_run_is_also_the_sweep_point(built):
     rows = list(csv.DictReader(open(built / "tables" / "partition-sweep.csv")))
     loc = [r for r in rows if r["testbed"] == "local"]
