@@ -70,10 +70,15 @@ def test_pandoc_render_of_the_local_scale_fixture(tmp_path):
 
     from .local_fixture import make_local_paper
     paper = make_local_paper(tmp_path / "local")
+    from analysis import study001
     runs_md = (paper / "tables" / "study001-runs.md").read_text()
-    for variant in ("batch-128k-1ms", "batch-1m-10ms", "no-batch"):
-        assert variant in runs_md or variant in (paper / "tables" / "study001-runs.csv").read_text(), variant
+    runs_csv = (paper / "tables" / "study001-runs.csv").read_text()
+    for variant in ("batch-128k-1ms", "batch-1m-10ms", "no-batch"):  # every variant the local profile runs
+        assert f",{variant}," in runs_csv, variant
+    for label in study001.LABEL.values():  # ... each under its series label in the paper's table
+        assert label in runs_md, label
     assert runs_md.count("\n") == 2 + len(STUDY001_SERIES) * 2  # header, rule, one row per run
+    assert "local (suspect)" in runs_md
     outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
     check_outputs(outs, tmp_path)
     problems = checks.check_pdf(outs["pdf"], None, paper)
