@@ -51,6 +51,25 @@ def test_variables(built):
     assert v["local"]["runs"] == 3 and v["versions"]["pulsar"] == "4.0.1" and v["versions"]["kafka"] == "n/a"
     assert v["testbed"]["cpu"] == "n/a"
     assert v["derived"]["e2e_p99_1sub_sync_kafka_ack_all"] == 64.62
+    # the title and abstract's numbers, read from data/reference/studies.csv
+    with open(REFERENCE, newline="") as f:
+        ref = list(csv.DictReader(f))
+    assert v["studies"] == {"count": 5, "ids": "000–004", "others": 4, "numbers": len(ref), "systems_count": 3,
+                            "systems": "Kafka, Pulsar and Pravega"}
+
+
+def test_study_facts_count_what_the_reference_holds_and_name_a_bad_field(tmp_path):
+    ref = tmp_path / "studies.csv"
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n"
+                   "001,x,pravega-0.8.0,c,m,1,ms,s\n001,y,kafka-2.6.0,c,m,2,ms,s\n003,z,pulsar-2.10,c,m,3,s,s\n")
+    assert report.study_facts(ref) == {"count": 2, "ids": "001–003", "others": 1, "numbers": 3, "systems_count": 3,
+                                       "systems": "Kafka, Pulsar and Pravega"}
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n003,z,kafka,c,m,3,s,s\n")
+    assert report.study_facts(ref)["systems"] == "Kafka"
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n003,z,,c,m,3,s,s\n")
+    with pytest.raises(report.InputError, match="system") as e:
+        report.study_facts(ref)
+    assert str(ref) in str(e.value) and "line 2" in str(e.value)
 
 
 def test_claims_md_lists_ambiguities(built):

@@ -58,7 +58,7 @@ def test_pandoc_typst_render_of_fake_outputs(fake_paper, tmp_path):
     assert "Fake CPU 9000" in html and "Figure 1: Fake figure fsync-probe" in html
     assert '<a href="#fig-maxtput">Figure\u00a02</a>' in html  # pandoc writes &nbsp; as the character
     text = subprocess.run(["pdftotext", "-l", "1", str(outs["pdf"]), "-"], capture_output=True, text=True).stdout
-    assert "Kafka and Pulsar at the same durability" in text
+    assert "Kafka, Pulsar and Pravega at the same durability" in text and "5 published benchmark studies" in text
     assert not list(fake_paper.glob(".render-*")) and not list((fake_paper / "_build").glob(".render-*"))
 
 
