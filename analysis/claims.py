@@ -15,6 +15,8 @@ from . import stats as st
 
 TABLES_CSV = "analysis/published/study000-tables.csv"
 APPROX_TOL_PCT = 5.0
+# the tables whose e2e p99 column study 000 repeats in its summary Table 1-2 (1 and 10 subscriptions)
+ALSO_TABLE_1_2 = ("2-3", "2-5", "2-8", "2-10")
 STAT_COL = {"avg": "avg_ms", "p50": "p50_ms", "p90": "p90_ms", "p99": "p99_ms", "p99.9": "p99_9_ms"}
 
 # [ambig] items of studies.md, by claim key prefix -> note
@@ -97,8 +99,10 @@ def table_claims(dv: Deriver, tables_csv=TABLES_CSV):
             how = (f"{'OMB aggregated quantile map' if r['stat'] != 'avg' else 'aggregated average'} "
                    f"({r['metric']}), first percentile key ≥ {r['stat'][1:] if r['stat'] != 'avg' else ''}".rstrip(", ≥ "))
             section = f"§000.6 Table {r['table']}"
-            if r["metric"] == "e2e" and r["stat"] == "p99" and r["table"] in ("2-3", "2-5", "2-8", "2-10"):
-                section += " (also Table 1-2)" if r["table"] in ("2-3", "2-5") else " (also Table 1-3)"
+            if r["metric"] == "e2e" and r["stat"] == "p99" and r["table"] in ALSO_TABLE_1_2:
+                # Table 1-2 summarises the 100-partition e2e p99 with 1 and with 10 subscriptions;
+                # Table 1-3 is the partition sweep (5000 and 10000 partitions), not these rows
+                section += " (also Table 1-2)"
             out.append(_row(f"T{r['table']}:{series}-{part}:{r['stat']}", section, r["experiment"],
                             r["system"], f"{local}-local;{series};{part}part;{r['subscriptions']}sub",
                             f"{r['metric']}_{r['stat']}", "ms", r["value"], val, files, how, ambiguous=amb))
@@ -203,10 +207,24 @@ def reference_claims(dv: Deriver, reference_csv):
             if local == "async" and sysm == "pulsar":
                 amb += "; " + AMBIG[("mixed", "async")]
             out.append(_row(cid, experiment="E000-MIX", derived=v, files=files, ambiguous=amb,
-                            derivation="publish p99 (aggregated quantile map) of the catch-up run", **base))
+                            derivation="publish p99 (aggregated quantile map) of the catch-up run",
+                            note=mixed_proxy_note(files), **base))
             continue
         raise ValueError(f"{reference_csv}: no derivation for experiment {e!r}")
     return out
+
+
+def proxy_folders(files) -> str:
+    """'catchup_read/sync/' from the result files a row was derived from (their folders, without 'results/')."""
+    folders = sorted({f.rsplit("/", 1)[0].removeprefix("results/") + "/" for f in files})
+    return ", ".join(folders)
+
+
+def mixed_proxy_note(files) -> str:
+    """What a Table 1-4 row is compared with: no mixed-workload file exists, so a catch-up file stands in."""
+    if not files:
+        return "proxy: no mixed and no catch-up file of this level"
+    return f"proxy, not a mixed run: publish p99 of the catch-up file in {proxy_folders(files)} (same level)"
 
 
 def _level(cfg):

@@ -162,8 +162,11 @@ def mixed_table(d, reference_csv, claims_df):
         local = "sync" if r["config"].startswith("sync") else "async"
         ack = 1 if r["config"].endswith("ack-1") else 2
         c = claims_df.filter(pl.col("experiment").eq("E000-MIX") & pl.col("system").eq(r["system"]) & pl.col("config").eq(r["config"]))
+        files = c["files"][0].split() if c.height and c["files"][0] else []
+        source = (f"proxy: catch-up run in {claims.proxy_folders(files)} (no mixed files published)" if files
+                  else "proxy: no catch-up file of this level either")
         rows.append({"testbed": PUBLISHED_TESTBED_LABEL, "local_durability": local, "ack": ack, "system": r["system"],
-                     "source": "catch-up run of the same level (no mixed files published)",
+                     "source": source,
                      "publish_p99_ms": c["derived"][0] if c.height else None, "study_publish_p99_ms": float(r["value"])})
     loc = d["runs"].filter((pl.col("experiment") == "E000-MIX") & pl.col("mixed_publish_p99_ms").is_not_null())
     for k, g in loc.group_by(["testbed_label", "local_durability", "ack", "system"]):
@@ -325,7 +328,27 @@ def _validity_vars(d) -> dict:
             "suspect_mode": v.get("mode", "mark")}
 
 
-def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
+SYSTEMS = ("kafka", "pulsar", "pravega")
+
+
+def study_facts(reference_csv) -> dict:
+    """What data/reference/studies.csv holds: the studies, the numbers they print, the systems they measure (the
+    `system` column's names, e.g. 'pulsar-2.10' or 'pravega-vs-kafka', reduced to the systems they name)."""
+    with open(reference_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for i, r in enumerate(rows, 2):
+        for field in ("study", "system"):
+            if not (r.get(field) or "").strip():
+                raise InputError(reference_csv, field, f"empty on line {i}")
+    ids = sorted({r["study"] for r in rows})
+    systems = [s for s in SYSTEMS if any(s in r["system"].lower() for r in rows)]
+    names = [s.capitalize() for s in systems]
+    return {"count": len(ids), "ids": f"{ids[0]}–{ids[-1]}" if ids else "n/a", "others": max(len(ids) - 1, 0),
+            "numbers": len(rows), "systems_count": len(systems),
+            "systems": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else "n/a"}
+
+
+def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=None) -> dict:
     runs = d["runs"]
     pub = runs.filter(pl.col("source") == "published")
     loc = runs.filter(pl.col("source") == "local")
@@ -366,6 +389,7 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str) -> dict:
                     "disk_write_mbps": round(facts["disk_write_mbps"]) if "disk_write_mbps" in facts else na,
                     "fsync_p99_ms": round(facts["fsync_p99_ms"], 2) if "fsync_p99_ms" in facts else na},
         "derived": derived,
+        **({"studies": study_facts(reference_csv)} if reference_csv is not None else {}),
     }
 
 
@@ -392,7 +416,7 @@ def main(argv=None):
         return 2
     for tid, (cols, rows) in tables.items():
         write_table(a.tables, tid, cols, rows, MD_COLUMNS.get(tid))
-    write_text_atomic(a.variables, yaml.safe_dump(variables(d, cl, tables, a.testbed), sort_keys=False, allow_unicode=True))
+    write_text_atomic(a.variables, yaml.safe_dump(variables(d, cl, tables, a.testbed, a.reference), sort_keys=False, allow_unicode=True))
     print(f"{len(tables)} tables; claims {cl.height}")
     return 0
 

@@ -30,7 +30,7 @@ import altair as alt
 from . import InputError, cli
 from . import omb
 from .figures import save_chart
-from .report import write_table
+from .report import to_md, write_table, write_text_atomic
 
 FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large", "study001-tail", "study001-keys"]
 TABLE_IDS = ["study001-runs", "study001-claims"]
@@ -94,8 +94,32 @@ assert list(EXPERIMENTS) == FIGURE_IDS
 RUN_COLS = ["testbed", "system", "level", "variant", "partitions", "message_bytes", "keys", "sweep_point", "offered_eps",
             "publish_eps", "publish_mbps", "consume_eps", "publish_p50_ms", "publish_p95_ms", "publish_p99_ms",
             "e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "lost", "file"]
-MD_RUN_COLS = [c for c in RUN_COLS if c not in ("file", "publish_p50_ms", "e2e_p50_ms")]
+# the paper's table (paper/tables/study001-runs.md): 13 narrow columns that wrap, the configuration as the figures'
+# series label (words, not an unbreakable 'batch-128k-1ms'), the workload in one cell; the CSV keeps every column.
+# (header, key of md_run_row, relative width: pandoc's dashes)
+MD_RUN_COLUMNS = [("testbed", "testbed", 5), ("configuration", "series", 11), ("workload", "workload", 10),
+                  ("point", "sweep_point", 6), ("offered e/s", "offered_eps", 6), ("publish e/s", "publish_eps", 6),
+                  ("publish MB/s", "publish_mbps", 6), ("consume e/s", "consume_eps", 6),
+                  ("publish p95", "publish_p95_ms", 5), ("publish p99", "publish_p99_ms", 5),
+                  ("e2e p95", "e2e_p95_ms", 5), ("e2e p99", "e2e_p99_ms", 5), ("lost", "lost", 5)]
 CLAIM_COLS = ["id", "experiment", "finding", "printed", "this_testbed", "verdict", "caveat"]
+
+
+def md_run_row(r: dict) -> dict:
+    """One run as the paper's table shows it (MD_RUN_COLUMNS)."""
+    size = f"{r['message_bytes'] // 1000} KB" if r["message_bytes"] >= 1000 else f"{r['message_bytes']} B"
+    unit = "partition" if r["partitions"] == 1 else "partitions"
+    keys = "NO_KEY" if r["keys"] == "nokey" else "keyed"
+    return {**r, "series": label_of(r), "workload": f"{r['partitions']} {unit}, {size}, {keys}"}
+
+
+def runs_md(rows: list[dict]) -> str:
+    """The paper's table of runs: report.to_md with MD_RUN_COLUMNS' headers and relative widths."""
+    keys = [k for _, k, _ in MD_RUN_COLUMNS]
+    lines = to_md(keys, [md_run_row(r) for r in rows]).split("\n")
+    lines[0] = "| " + " | ".join(h for h, _, _ in MD_RUN_COLUMNS) + " |"
+    lines[1] = "|" + "|".join("-" * (3 * w) for _, _, w in MD_RUN_COLUMNS) + "|"
+    return "\n".join(lines)
 
 
 def parse_level_dir(level_dir: str) -> tuple[str, str, str | None]:
@@ -562,7 +586,8 @@ def main(argv=None):
                 raise InputError("(command line)", "--tables", "needed for the tables")
             ordered = sorted(rows, key=lambda r: (r["system"], r["level"], r["variant"] or "", r["message_bytes"],
                                                   r["partitions"], r["keys"], r["study_rate"] or 0))
-            write_table(a.tables, "study001-runs", RUN_COLS, ordered, MD_RUN_COLS)
+            write_table(a.tables, "study001-runs", RUN_COLS, ordered)
+            write_text_atomic(a.tables / "study001-runs.md", runs_md(ordered))
             write_table(a.tables, "study001-claims", CLAIM_COLS, claims(rows, pub))
         for fid in FIGURE_IDS if a.id == "all" else ([a.id] if a.id in FIGURE_IDS else []):
             if a.figures is None:

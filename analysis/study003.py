@@ -7,11 +7,12 @@ Reads this project's fan-out runs (result files whose `x-streambench.fanOut` blo
 study's published numbers (data/reference/studies.csv, study 003), and writes
 - paper/tables/study003-fanout.{csv,md}: one row per run and per published point, each labelled with its source
   (the CSV also names each row's file);
-- paper/tables/study003-claims.{csv,md}: the study's numbers with this testbed's value at the same consumer count
-  and a verdict;
+- paper/tables/study003-claims.{csv,md}: the study's numbers with each testbed's value at the same consumer count,
+  or at its measured count nearest to it (stated in the row's `judged_at`), and a verdict;
 - paper/figures/study003-connection-time, study003-p99, study003-histogram (.svg/.png/.pdf/.json).
 The study's published points are drawn beside this testbed's and labelled as the study's; they come from
-another machine (one Pulsar 2.10 broker on AWS i3.4xlarge), another Pulsar version and an unstated layout.
+another machine (one Pulsar 2.10 broker on AWS i3.4xlarge) and another Pulsar version; the study names its baseline
+the Shared subscription (at its Table 2).
 Runs that workloads.run judged suspect (`x-streambench.testbedHost.validity`) are labelled '<testbed> (suspect)'
 or left out, as analysis.ingest does for every other figure and table (`analysis.suspect_runs`).
 """
@@ -37,7 +38,9 @@ STUDY_LABEL = "study 003 (published: Pulsar 2.10, 1 broker, AWS)"
 TABLE_COLS = ["source", "testbed", "system", "layout", "study_consumers", "consumers", "connection_time_s",
               "never_connected", "e2e_p50_s", "e2e_p99_s", "lost", "file"]
 MD_COLS = [c for c in TABLE_COLS if c != "file"]  # the paper's table; the CSV names each run's file
-CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "testbed", "verdict", "note"]
+CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "testbed", "consumers", "judged_at",
+              "verdict", "note"]
+MD_CLAIM_COLS = ["claim", "printed", "unit", "this_testbed", "testbed", "judged_at", "verdict", "note"]
 _WL = re.compile(r"^1-topic-1-partition-10kb-1p-(?:1c-(?P<subs>\d+)ksub|(?P<cons>\d+)kc-shared)-1$")
 
 
@@ -95,7 +98,7 @@ def published(reference: Path) -> list[dict]:
                 continue
             n = int(r["config"].split("K")[0]) * 1000
             pt = pts.setdefault(n, {"source": STUDY_LABEL, "testbed": "aws i3.4xlarge (study 003)", "system": "pulsar",
-                                    "layout": "as published (unstated)", "study_consumers": n, "consumers": n,
+                                    "layout": "Shared subscription (as published)", "study_consumers": n, "consumers": n,
                                     "never_connected": None, "e2e_p50_s": None, "lost": None, "file": str(reference),
                                     "connection_time_s": None, "e2e_p99_s": None, "bound": {}})
             v = float(r["value"]) * (60 if r["unit"].startswith("min") else 1)
@@ -111,31 +114,70 @@ def published(reference: Path) -> list[dict]:
     return [pts[n] for n in sorted(pts)]
 
 
+def _n(x: int) -> str:
+    """20000 -> '20 000' (the paper's thousands separator)."""
+    return f"{x:,}".replace(",", " ")
+
+
+def nearest_run(candidates: list[dict], n: int) -> dict | None:
+    """The run a study size n is judged at: a run of exactly n consumers if there is one, else one at the measured
+    consumer count nearest to n by ratio (|log(count / n)|; a tie goes to the larger count). Among runs of the
+    chosen count the study's own layout, one Shared subscription, comes first."""
+    if not candidates:
+        return None
+    import math
+    sizes = sorted({r["consumers"] for r in candidates})
+    size = min(sizes, key=lambda c: (abs(math.log(c / n)), -c))
+    at = [r for r in candidates if r["consumers"] == size]
+    at.sort(key=lambda r: (r["layout"] != "1 shared x N", r["file"]))
+    return at[0]
+
+
+def judged_at(run: dict, n: int, testbed: str) -> str:
+    """The rule a claims row was judged by, in words."""
+    if run["consumers"] == n:
+        return f"{_n(n)} consumers (the study's size)"
+    return f"judged at {_n(run['consumers'])} consumers, nearest to {_n(n)} measured on {testbed}"
+
+
 def claims(pub: list[dict], ours: list[dict]) -> list[dict]:
-    """The study's numbers beside this testbed's run at the same study size (Pulsar, N-subscription layout first)."""
+    """The study's numbers beside this project's Pulsar runs, one row per study number and testbed. A testbed
+    without a run of the study's consumer count (the local ladder stops at 1 000) is judged at its measured size
+    nearest to it (nearest_run), and the row says so in `judged_at`. A testbed without any Pulsar fan-out run
+    gives one 'not run' row."""
     out = []
+    testbeds = sorted({r["testbed"].removesuffix(" (suspect)") for r in ours if r["system"] == "pulsar"})
     for pt in pub:
         n = pt["study_consumers"]
-        mine = [r for r in ours if r["system"] == "pulsar" and r["study_consumers"] == n and r["consumers"] == n]
-        mine.sort(key=lambda r: r["layout"] != "1 shared x N")
         for key, metric, unit in (("connection_time_s", "connection time", "s"), ("e2e_p99_s", "p99 end to end", "s")):
             if pt.get(key) is None:
                 continue
             bound = pt["bound"].get(key, "")
             printed = f"{pt[key]:g}"
-            ours_v = mine[0][key] if mine else None
-            if not mine:
-                v = "not run at this size here (see the local ladder)"
-            elif bound == "lower bound":
-                v = "holds" if ours_v is not None and ours_v >= pt[key] else "does not hold here"
-            elif bound.startswith("extrapolated"):
-                v = "connected here" if mine[0]["never_connected"] == 0 else "did not connect here either"
-            else:
-                v = verdict(printed, ours_v, approx=True, tol_pct=10.0)[0]
-            out.append({"claim": f"{n // 1000}K consumers: {metric}" + (f" ({bound})" if bound else ""),
-                        "study_consumers": n, "metric": metric, "printed": printed, "unit": unit,
-                        "this_testbed": ours_v, "testbed": mine[0]["testbed"] if mine else "",
-                        "verdict": v, "note": mine[0]["layout"] if mine else ""})
+            claim = f"{n // 1000}K consumers: {metric}" + (f" ({bound})" if bound else "")
+            base = {"claim": claim, "study_consumers": n, "metric": metric, "printed": printed, "unit": unit}
+            if not testbeds:
+                out.append({**base, "this_testbed": None, "testbed": "", "consumers": None,
+                            "judged_at": "", "verdict": "not run on any testbed here", "note": ""})
+            for tb in testbeds:
+                # an extrapolated connection time is judged on whether the consumers connected at all
+                usable = [r for r in ours if r["system"] == "pulsar" and r["testbed"].removesuffix(" (suspect)") == tb
+                          and (r.get(key) is not None or bound.startswith("extrapolated"))]
+                run = nearest_run(usable, n)
+                if run is None:
+                    out.append({**base, "this_testbed": None, "testbed": tb, "consumers": None, "judged_at": "",
+                                "verdict": f"no Pulsar run on {tb} measured the {metric}", "note": ""})
+                    continue
+                ours_v = run[key]
+                if bound == "lower bound":
+                    v = "holds" if ours_v is not None and ours_v >= pt[key] else "does not hold here"
+                elif bound.startswith("extrapolated"):
+                    v = "connected here" if run["never_connected"] == 0 else "did not connect here either"
+                else:
+                    v = verdict(printed, ours_v, approx=True, tol_pct=10.0)[0]
+                note = run["layout"] + (f"; {run['never_connected']} never connected" if run["never_connected"] else "")
+                out.append({**base, "this_testbed": ours_v, "testbed": run["testbed"], "consumers": run["consumers"],
+                            "judged_at": judged_at(run, n, tb), "verdict": v, "note": note})
     return out
 
 
@@ -227,7 +269,7 @@ def main(argv=None):
         pub = published(a.reference)
         rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
         write_table(a.tables, "study003-fanout", TABLE_COLS, rows, MD_COLS)
-        write_table(a.tables, "study003-claims", CLAIM_COLS, claims(pub, ours))
+        write_table(a.tables, "study003-claims", CLAIM_COLS, claims(pub, ours), MD_CLAIM_COLS)
         for fid, build in BUILDERS.items():
             chart, caption, alt_text = build(pub, ours)
             save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)

@@ -114,7 +114,8 @@ def durability_table(path: Path) -> str:
     if not isinstance(levels, dict) or not levels:
         raise RenderError(f"{_rel(path)}: field 'levels' is missing or empty")
     # dashes set the relative column widths of a wide pipe table (pandoc)
-    rows = ["| Level | Replication | Local | Kafka | Pulsar |", "|----|----|----|--------------|--------------|"]
+    rows = ["| Level | Replication | Local | Kafka | Pulsar | Pravega |",
+            "|----|-----|----|------------|------------|----------|"]
     for name, lv in levels.items():
         where = f"{_rel(path)}: field 'levels.{name}"
         if not isinstance(lv, dict):
@@ -122,8 +123,9 @@ def durability_table(path: Path) -> str:
         for field in ("replication", "local"):
             if not isinstance(lv.get(field), str):
                 raise RenderError(f"{where}.{field}' is missing")
-        if "kafka" not in lv or "pulsar" not in lv:
-            raise RenderError(f"{where}.{'kafka' if 'kafka' not in lv else 'pulsar'}' is missing (null means n/a)")
+        for system in ("kafka", "pulsar", "pravega"):
+            if system not in lv:
+                raise RenderError(f"{where}.{system}' is missing (null means n/a)")
         k = lv["kafka"]
         if k is None:
             kafka = "n/a (no journal to bypass)"
@@ -142,7 +144,18 @@ def durability_table(path: Path) -> str:
             pulsar = ", ".join(x for x in (quorum, _settings(p.get("bookie"))) if x)
         else:
             raise RenderError(f"{where}.pulsar' is not a mapping or null")
-        rows.append(f"| {name} | {lv['replication']} | {lv['local']} | {kafka} | {pulsar} |")
+        v = lv["pravega"]
+        if v is None:
+            pravega = "n/a (no bypass: the segment store acknowledges only what its BookKeeper log holds)"
+        elif isinstance(v, dict):
+            bk = v.get("bookkeeper") or {}
+            quorum = f"E{bk.get('ensemble')}/W{bk.get('writeQuorum')}/A{bk.get('ackQuorum')}" if bk else ""
+            bookie = v.get("bookie")
+            same = isinstance(p, dict) and bookie and bookie == p.get("bookie")
+            pravega = ", ".join(x for x in (quorum, "bookies as Pulsar's" if same else _settings(bookie)) if x)
+        else:
+            raise RenderError(f"{where}.pravega' is not a mapping or null")
+        rows.append(f"| {name} | {lv['replication']} | {lv['local']} | {kafka} | {pulsar} | {pravega} |")
     return "\n".join(rows) + "\n"
 
 

@@ -53,3 +53,17 @@ def test_claims_table_counts_and_flags(published_tables):
     assert amb.filter(amb["section"].str.contains("Table 2-15")).height == 5
     assert amb.filter(amb["claim_id"].str.contains("max_tput_100part_2p2c:kafka:L1")).height == 1
     assert cl.filter(cl["verdict"] == "no raw data").height == 5  # dd ×2, fsync ×2, Kafka 2000 partitions 4p
+
+
+def test_summary_table_of_the_e2e_p99_rows(published_tables):
+    """Table 1-2 repeats the 100-partition e2e p99 of Tables 2-3/2-5 (1 subscription) and 2-8/2-10 (10
+    subscriptions); Table 1-3 is the partition sweep, which no Table 2-x cell row may be labelled with."""
+    cl = claims.derive(published_tables["runs"], published_tables["stats"], REFERENCE, STUDY_TABLES)
+    cells = cl.filter(cl["claim_id"].str.starts_with("T"))
+    for table in ("2-3", "2-5", "2-8", "2-10"):
+        rows = cells.filter(cells["section"].str.starts_with(f"§000.6 Table {table} ") & (cells["metric"] == "e2e_p99"))
+        assert rows.height == 4, table
+        assert set(rows["section"].to_list()) == {f"§000.6 Table {table} (also Table 1-2)"}, table
+    assert cells.filter(cells["section"].str.contains("Table 1-3")).height == 0
+    also = cells.filter(cells["section"].str.contains("also Table"))
+    assert also.height == 16 and set(also["metric"].to_list()) == {"e2e_p99"}

@@ -51,11 +51,44 @@ def test_variables(built):
     assert v["local"]["runs"] == 3 and v["versions"]["pulsar"] == "4.0.1" and v["versions"]["kafka"] == "n/a"
     assert v["testbed"]["cpu"] == "n/a"
     assert v["derived"]["e2e_p99_1sub_sync_kafka_ack_all"] == 64.62
+    # the title and abstract's numbers, read from data/reference/studies.csv
+    with open(REFERENCE, newline="") as f:
+        ref = list(csv.DictReader(f))
+    assert v["studies"] == {"count": 5, "ids": "000–004", "others": 4, "numbers": len(ref), "systems_count": 3,
+                            "systems": "Kafka, Pulsar and Pravega"}
+
+
+def test_study_facts_count_what_the_reference_holds_and_name_a_bad_field(tmp_path):
+    ref = tmp_path / "studies.csv"
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n"
+                   "001,x,pravega-0.8.0,c,m,1,ms,s\n001,y,kafka-2.6.0,c,m,2,ms,s\n003,z,pulsar-2.10,c,m,3,s,s\n")
+    assert report.study_facts(ref) == {"count": 2, "ids": "001–003", "others": 1, "numbers": 3, "systems_count": 3,
+                                       "systems": "Kafka, Pulsar and Pravega"}
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n003,z,kafka,c,m,3,s,s\n")
+    assert report.study_facts(ref)["systems"] == "Kafka"
+    ref.write_text("study,experiment,system,config,metric,value,unit,source\n003,z,,c,m,3,s,s\n")
+    with pytest.raises(report.InputError, match="system") as e:
+        report.study_facts(ref)
+    assert str(ref) in str(e.value) and "line 2" in str(e.value)
 
 
 def test_claims_md_lists_ambiguities(built):
     md = (built / "tables" / "claims.md").read_text()
     assert "studies.md [ambig]" in md and "no raw data" in md
+
+
+def test_mixed_rows_of_the_study_say_which_catch_up_file_stands_in(built):
+    rows = list(csv.DictReader(open(built / "tables" / "mixed.csv")))
+    pub = [r for r in rows if r["testbed"] == "aws i3en.2xlarge (study 000)"]
+    assert len(pub) == 8
+    for r in pub:  # sync levels: the catch-up file in catchup_read/sync/; async: catchup_read/nosync/ (journal kept)
+        folder = "catchup_read/sync/" if r["local_durability"] == "sync" else "catchup_read/nosync/"
+        assert r["source"] == f"proxy: catch-up run in {folder} (no mixed files published)", r
+    assert "proxy: catch-up run in catchup_read/nosync/" in (built / "tables" / "mixed.md").read_text()
+    cl = [r for r in csv.DictReader(open(built / "tables" / "claims.csv")) if r["experiment"] == "E000-MIX"]
+    assert len(cl) == 8 and all(r["note"].startswith("proxy, not a mixed run: publish p99 of the catch-up file in catchup_read/")
+                                for r in cl), [r["note"] for r in cl]
+    assert "proxy, not a mixed run" in (built / "tables" / "claims.md").read_text()
 
 
 def test_local_100_partition_run_is_also_the_sweep_point(built):
@@ -65,20 +98,47 @@ def test_local_100_partition_run_is_also_the_sweep_point(built):
         ("publish", "100", "pulsar", "3"), ("e2e", "100", "pulsar", "3")}
 
 
-def test_every_variable_the_paper_uses_exists(built):
+VAR_RE = r"\{\{<\s*var\s+([A-Za-z0-9_.-]+)\s*>\}\}"
+
+
+def paper_sources():
+    """The files the paper's text lives in: paper.md (front matter, include lines) and every section."""
+    paper = REFERENCE.parents[2] / "paper"
+    return [paper / "paper.md", *sorted((paper / "sections").glob("*.qmd"))]
+
+
+def missing_variables(variables: dict, sources) -> tuple[set, list]:
+    """(keys the sources use, those of them `variables` lacks or holds as a mapping/list, not a value)."""
     import re
-    v = yaml.safe_load(open(built / "_variables.yml"))
     used = set()
-    for qmd in (REFERENCE.parents[2] / "paper").glob("*.qmd"):
-        used |= set(re.findall(r"\{\{<\s*var\s+([A-Za-z0-9_.]+)\s*>\}\}", qmd.read_text()))
+    for src in sources:
+        used |= set(re.findall(VAR_RE, src.read_text()))
     missing = []
     for key in sorted(used):
-        node = v
+        node = variables
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
+        if node is None or isinstance(node, (dict, list)):
             missing.append(key)
-    assert not missing, f"paper/*.qmd uses keys _variables.yml lacks: {missing}"
+    return used, missing
+
+
+def test_every_variable_the_paper_uses_exists(built):
+    v = yaml.safe_load(open(built / "_variables.yml"))
+    sources = paper_sources()
+    assert len(sources) > 1, "no section files under paper/sections"
+    used, missing = missing_variables(v, sources)
+    assert used, "paper/paper.md and paper/sections/*.qmd use no {{< var >}} key: the scan found nothing"
+    assert not missing, f"paper/sections/*.qmd use keys _variables.yml lacks: {missing}"
+
+
+def test_variable_scan_reports_a_key_the_report_does_not_write(tmp_path):
+    sec = tmp_path / "s.qmd"
+    sec.write_text("We ran {{< var local.runs >}} runs and {{<var local.nonexistent >}} more; "
+                   "{{< var derived.x_y >}} {{< var derived >}}.\n")
+    used, missing = missing_variables({"local": {"runs": 3}, "derived": {"x_y": "n/a"}}, [sec])
+    assert used == {"local.runs", "local.nonexistent", "derived.x_y", "derived"}
+    assert missing == ["derived", "local.nonexistent"]
 
 
 def test_formatting_and_markdown():

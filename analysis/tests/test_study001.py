@@ -205,3 +205,21 @@ def test_maxima_in_one_search_bracket_are_not_separable(raw):
     fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", d)
     row = next(r for r in study001.runs(raw) if r["system"] == "kafka" and r["sweep_point"] == "max")
     assert row["search_bracket"] == (81_920.0, 102_400.0)
+
+
+def test_the_papers_table_of_runs_has_narrow_columns_that_wrap(raw, tmp_path):
+    """Table 21 printed 'batch-128k-1ms' over its neighbour: the paper's table names a run's configuration by its
+    series label (words a cell can wrap), puts the workload in one cell and gives pandoc relative widths."""
+    assert study001.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tmp_path), "--id", "tables"]) == 0
+    lines = (tmp_path / "study001-runs.md").read_text().splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == [h for h, _, _ in study001.MD_RUN_COLUMNS] and len(header) == 13
+    assert [len(d) for d in lines[1].strip("|").split("|")] == [3 * w for _, _, w in study001.MD_RUN_COLUMNS]
+    body = "\n".join(lines[2:])
+    assert "batch-128k-1ms" not in body and "Kafka (flush, 128 KB / 1 ms)" in body and "Pulsar (no batch)" in body
+    assert "16 partitions, 100 B, keyed" in body or "1 partition, 100 B, keyed" in body
+    assert len(lines) - 2 == len(study001.runs(raw))
+    # the CSV keeps every column, the variant among them
+    with open(tmp_path / "study001-runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == study001.RUN_COLS and "batch-128k-1ms" in {r["variant"] for r in rows}

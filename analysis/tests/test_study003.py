@@ -83,18 +83,57 @@ def test_a_study_003_run_without_its_fanout_block_names_file_and_field(tmp_path)
     assert str(p) in str(e.value)
 
 
-def test_published_points_and_claims_at_the_same_size(raw):
+def test_published_points_and_claims_at_the_same_or_the_nearest_size(raw):
     pub = study003.published(REFERENCE)
     assert [p["consumers"] for p in pub] == [20000, 30000, 40000, 100000]
     p20 = pub[0]
     assert p20["e2e_p99_s"] == 0.68 and p20["connection_time_s"] == 240
     assert pub[2]["bound"] == {"e2e_p99_s": "lower bound"}
     assert pub[3]["bound"]["connection_time_s"].startswith("extrapolated")
-    cl = {c["claim"]: c for c in study003.claims(pub, study003.runs(raw))}
-    # the aws run at 20K (p99 0.65 s) is compared with the printed 0.68 s; the local ladder never reaches 30K
-    assert cl["20K consumers: p99 end to end"]["this_testbed"] == pytest.approx(0.65)
-    assert cl["20K consumers: p99 end to end"]["testbed"] == "aws"
-    assert cl["30K consumers: p99 end to end (lower bound)"]["verdict"].startswith("not run at this size")
+    cl = {(c["claim"], c["testbed"]): c for c in study003.claims(pub, study003.runs(raw))}
+    # one row per study number and testbed with Pulsar runs: 6 numbers x {aws, local}
+    assert len(cl) == 12 and {tb for _, tb in cl} == {"aws", "local"}
+    # the aws run at 20K (p99 0.65 s) is compared with the printed 0.68 s at the study's own size
+    aws20 = cl[("20K consumers: p99 end to end", "aws")]
+    assert aws20["this_testbed"] == pytest.approx(0.65) and aws20["consumers"] == 20000
+    assert aws20["judged_at"] == "20 000 consumers (the study's size)" and aws20["verdict"].startswith("matches")
+    # the local ladder (100 … 1 000) never reaches 20K: judged at its nearest measured size, 1 000, and says so
+    loc20 = cl[("20K consumers: p99 end to end", "local")]
+    assert loc20["consumers"] == 1000 and loc20["this_testbed"] == pytest.approx(1.6)
+    assert loc20["judged_at"] == "judged at 1 000 consumers, nearest to 20 000 measured on local"
+    assert loc20["verdict"] == "differs by +135.3%"
+    loc30 = cl[("30K consumers: p99 end to end (lower bound)", "local")]
+    assert loc30["consumers"] == 1000 and loc30["verdict"] == "holds"  # 1.6 s >= the study's "> 1 s"
+    loc100 = cl[("100K consumers: connection time (extrapolated (never connected))", "local")]
+    assert loc100["judged_at"].startswith("judged at 1 000 consumers, nearest to 100 000")
+    assert loc100["verdict"] == "connected here"
+    assert not any(c["verdict"].startswith("not run") for c in cl.values())
+
+
+def _run(consumers, layout="N subscriptions x 1", testbed="local", p99=0.5, never=0):
+    return {"system": "pulsar", "testbed": testbed, "layout": layout, "consumers": consumers, "study_consumers": 20000,
+            "connection_time_s": 10.0, "e2e_p99_s": p99, "never_connected": never, "file": f"{testbed}-{consumers}-{layout}"}
+
+
+def test_nearest_measured_size_by_ratio_and_the_studys_layout_first():
+    runs = [_run(100), _run(250), _run(2000), _run(2000, layout="1 shared x N")]
+    assert study003.nearest_run(runs, 20000)["consumers"] == 2000
+    assert study003.nearest_run(runs, 20000)["layout"] == "1 shared x N"  # the study's baseline layout
+    assert study003.nearest_run(runs, 150)["consumers"] == 100  # 1.5x below beats 1.67x above
+    assert study003.nearest_run([_run(100), _run(400)], 200)["consumers"] == 400  # a tie goes to the larger count
+    assert study003.nearest_run(runs, 250)["consumers"] == 250
+    assert study003.nearest_run([], 250) is None
+    assert study003.judged_at(_run(2000), 20000, "local") == "judged at 2 000 consumers, nearest to 20 000 measured on local"
+
+
+def test_claims_of_a_testbed_judge_its_suspect_runs_under_its_own_name_and_none_without_runs():
+    pub = study003.published(REFERENCE)
+    rows = study003.claims(pub, [_run(500, testbed="local (suspect)", p99=2.0), _run(100)])
+    p30 = [r for r in rows if r["claim"] == "30K consumers: p99 end to end (lower bound)"]
+    assert len(p30) == 1 and p30[0]["testbed"] == "local (suspect)" and p30[0]["consumers"] == 500
+    assert p30[0]["verdict"] == "holds"
+    kafka_only = study003.claims(pub, [{**_run(100), "system": "kafka"}])
+    assert len(kafka_only) == 6 and {r["verdict"] for r in kafka_only} == {"not run on any testbed here"}
 
 
 @pytest.mark.slow

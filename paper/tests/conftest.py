@@ -32,6 +32,8 @@ FAKE_VARIABLES = {
     "claims": {"total": 10, "matched": 7, "differ": 2, "no_data": 1, "ambiguous": 3, "matched_pct": 78},
     "local": {"runs": 0, "testbed": "ci", "suspect": 0, "suspect_excluded": 0, "suspect_mode": "mark"},
     "versions": {"kafka": "n/a", "pulsar": "n/a"},
+    "studies": {"count": 5, "ids": "000–004", "others": 4, "numbers": 203, "systems_count": 3,
+                "systems": "Kafka, Pulsar and Pravega"},
     "testbed": {"cpu": "Fake CPU 9000", "cores": 2, "mem_gib": 24, "kernel": "6.1.0", "os": "Debian 12",
                 "disk_write_mbps": 812.5, "fsync_p99_ms": 4.08},
     "derived": {k: 1.5 for k in [

@@ -81,6 +81,16 @@ def test_prepare_writes_snippets_from_figure_json(fake_paper):
     rows = [line for line in dur.splitlines()[2:]]
     assert [r.split("|")[1].strip() for r in rows] == list(levels)
     assert "acks=all" in rows[0] and "journalSyncData=true" in rows[0]
+    # a Pravega column, from the file: every level it defines shows its quorum, the bypass levels say n/a
+    assert dur.splitlines()[0].split("|")[6].strip() == "Pravega"
+    for row, (name, lv) in zip(rows, levels.items()):
+        cell = row.split("|")[6].strip()
+        if lv["pravega"] is None:
+            assert cell.startswith("n/a"), name
+        else:
+            bk = lv["pravega"]["bookkeeper"]
+            assert cell.startswith(f"E{bk['ensemble']}/W{bk['writeQuorum']}/A{bk['ackQuorum']}"), (name, cell)
+    assert sum(lv["pravega"] is not None for lv in levels.values()) >= 2  # Pravega runs at L1 and L2 at least
 
 
 @pytest.mark.parametrize("field", ["caption", "alt"])
@@ -101,6 +111,12 @@ def test_missing_figure_svg_and_bad_durability(fake_paper, tmp_path):
     bad = tmp_path / "durability.yaml"
     bad.write_text("levels:\n  L1: {replication: sync, kafka: {}, pulsar: {}}\n")
     with pytest.raises(RenderError, match=r"durability\.yaml: field 'levels\.L1\.local' is missing"):
+        render.durability_table(bad)
+    bad.write_text("levels:\n  L1: {replication: sync, local: sync, kafka: {}, pulsar: {}}\n")
+    with pytest.raises(RenderError, match=r"durability\.yaml: field 'levels\.L1\.pravega' is missing"):
+        render.durability_table(bad)
+    bad.write_text("levels:\n  L1: {replication: sync, local: sync, kafka: null, pulsar: null, pravega: [1]}\n")
+    with pytest.raises(RenderError, match=r"durability\.yaml: field 'levels\.L1\.pravega' is not a mapping"):
         render.durability_table(bad)
 
 

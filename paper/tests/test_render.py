@@ -13,6 +13,7 @@ from paper import render
 from paper.ids import FIGURE_IDS, TABLE_IDS
 
 from .conftest import PAPER, ROOT, copy_sources
+from .local_fixture import STUDY001_SERIES
 
 PDFTOPPM = shutil.which("pdftoppm")
 
@@ -57,8 +58,34 @@ def test_pandoc_typst_render_of_fake_outputs(fake_paper, tmp_path):
     assert "Fake CPU 9000" in html and "Figure 1: Fake figure fsync-probe" in html
     assert '<a href="#fig-maxtput">Figure\u00a02</a>' in html  # pandoc writes &nbsp; as the character
     text = subprocess.run(["pdftotext", "-l", "1", str(outs["pdf"]), "-"], capture_output=True, text=True).stdout
-    assert "Kafka and Pulsar at the same durability" in text
+    assert "Kafka, Pulsar and Pravega at the same durability" in text and "5 published benchmark studies" in text
     assert not list(fake_paper.glob(".render-*")) and not list((fake_paper / "_build").glob(".render-*"))
+
+
+@pytest.mark.slow
+def test_pandoc_render_of_the_local_scale_fixture(tmp_path):
+    """The tables a local run fills (every study-001 variant label, the study-003 ladder) hold their text in the
+    PDF and fit (or scroll) in the HTML: the ci data has no such row, so only this fixture shows them."""
+    from paper import checks
+
+    from .local_fixture import make_local_paper
+    paper = make_local_paper(tmp_path / "local")
+    from analysis import study001
+    runs_md = (paper / "tables" / "study001-runs.md").read_text()
+    runs_csv = (paper / "tables" / "study001-runs.csv").read_text()
+    for variant in ("batch-128k-1ms", "batch-1m-10ms", "no-batch"):  # every variant the local profile runs
+        assert f",{variant}," in runs_csv, variant
+    for label in study001.LABEL.values():  # ... each under its series label in the paper's table
+        assert label in runs_md, label
+    assert runs_md.count("\n") == 2 + len(STUDY001_SERIES) * 2  # header, rule, one row per run
+    assert "local (suspect)" in runs_md
+    outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
+    check_outputs(outs, tmp_path)
+    problems = checks.check_pdf(outs["pdf"], None, paper)
+    assert not problems, f"{len(problems)} PDF problems, e.g. " + "; ".join(problems[:5])
+    if checks.chromium() is not None:
+        problems = checks.check_html(outs["html"])
+        assert not problems, "; ".join(problems[:5])
 
 
 def test_cli_error_is_one_line_and_writes_nothing(fake_paper):
