@@ -1,7 +1,7 @@
 {
   description = "Kafka vs Pulsar at equal durability: the pinned toolchain, the broker distributions, the runner and the paper";
 
-  # flake.lock pins every input (rev + narHash copied from public flake.lock files, see README.md).
+  # flake.lock pins every input (rev + narHash copied from public flake.lock files, see docs/locks.md).
   inputs = {
     nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
     # uv2nix reads uv.lock (the one Python lock, which env/shell installs with `uv sync`) file by file
