@@ -179,18 +179,25 @@ def read_pid_records(rundir: Path) -> list[PidRecord]:
     return recs
 
 
-# The node's stdout+stderr go through a pipe to a reader in the node's own process group: the first N bytes are
-# appended to the log, then a marker line, then the rest is read and discarded (the node never blocks or gets
-# EPIPE). bash execs the node after setting up the pipe, so the recorded pid is the node's own. The reader is
-# `head -c` unbuffered (stdbuf -o0: it writes every read at once); buffered, a start-up line ("Kafka Server started")
-# followed by silence would then never reach the log.
-_CAPPED = ('exec > >({ stdbuf -o0 head -c "$1"; if [ "$(head -c 1 | wc -c)" -gt 0 ]; then'
-           ' printf "\\n[streambench: log capped at %s bytes; the rest was discarded]\\n" "$1"; exec cat >/dev/null; fi;'
+# The node's stdout+stderr go through a pipe to a reader in the node's own process group: the log takes bytes up to
+# its cap, then a marker line, then the rest is read and discarded (the node never blocks or gets EPIPE). The cap is
+# the log's, not one start's: each start gets what the file has left below the cap (a node that fault cycles kill
+# and restart, with the same recorded command, does not add a cap's worth per start), and a start that finds the log
+# full adds one line saying so and discards all its output. bash execs the node after setting up the pipe, so the
+# recorded pid is the node's own. The reader is `head -c` unbuffered (stdbuf -o0: it writes every read at once);
+# buffered, a start-up line ("Kafka Server started") followed by silence would then never reach the log.
+_CAPPED = ('sb_used=$(stat -c %s "$2" 2>/dev/null || echo 0); sb_left=$(( $1 - sb_used ));'
+           ' if [ "$sb_left" -le 0 ]; then'
+           ' printf "\n[streambench: log at its cap of %s bytes; this start\x27s output was discarded]\n" "$1" >>"$2";'
+           ' exec >/dev/null 2>&1; shift 2; exec "$@"; fi;'
+           ' exec > >({ stdbuf -o0 head -c "$sb_left"; if [ "$(head -c 1 | wc -c)" -gt 0 ]; then'
+           ' printf "\n[streambench: log capped at %s bytes; the rest was discarded]\n" "$1"; exec cat >/dev/null; fi;'
            ' } >>"$2") 2>&1; shift 2; exec "$@"')
 
 
 def capped(cmd: list[str], log: Path, max_bytes: int) -> list[str]:
-    """cmd wrapped so that what it prints reaches log only up to max_bytes (then a marker line)."""
+    """cmd wrapped so that what it prints reaches log only while the file is below max_bytes (then a marker line);
+    the same wrapped command started again appends only what is left below the cap."""
     return ["bash", "-c", _CAPPED, "streambench-node", str(int(max_bytes)), str(log), *cmd]
 
 

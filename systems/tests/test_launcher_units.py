@@ -310,6 +310,34 @@ def test_capped_logs_keep_the_head_mark_the_cut_and_never_block_the_writer(tmp_p
     assert r.returncode == 0 and _settled(small, lambda t: t == "hello\n") == "hello\n"
 
 
+def test_the_cap_is_the_logs_whatever_the_number_of_starts(tmp_path):
+    """A node restarted with its recorded (wrapped) command, as fault cycles do, appends only what is left below
+    the cap; a start that finds the log full adds one line and discards its output (a Pulsar broker restarted over
+    14 fault cycles left 173 MB with a 50 MB cap per start)."""
+    import subprocess
+    from systems import proc
+    log = tmp_path / "node.log"
+    cap = 65536
+    writer = ["python3", "-c", "import sys\nfor i in range(100): sys.stdout.write('y' * 1023 + '\\n')"]  # 100 KB a start
+    cmd = proc.capped(writer, log, cap)
+    sizes = []
+    for start in range(5):
+        assert subprocess.run(cmd, timeout=60).returncode == 0
+        _settled(log, lambda t: t.endswith("]\n"))
+        sizes.append(log.stat().st_size)
+    text = log.read_text()
+    assert text.count("log capped at 65536 bytes") == 1, text[-500:]
+    assert text.count("this start's output was discarded") == 4
+    assert sizes[0] == cap + len("\n[streambench: log capped at 65536 bytes; the rest was discarded]\n")
+    assert sizes[-1] < cap + 5 * 100, sizes
+    # a log below its cap: the second start gets only the rest
+    part = tmp_path / "part.log"
+    part.write_text("z" * 60000)
+    assert subprocess.run(proc.capped(writer, part, cap), timeout=60).returncode == 0
+    t = _settled(part, lambda t: t.endswith("discarded]\n"))
+    assert len(t) == cap + len("\n[streambench: log capped at 65536 bytes; the rest was discarded]\n")
+
+
 def _settled(path, done, timeout=10.0):
     """The log's text once the pipe's reader (asynchronous to the writer's exit) has written it."""
     import time
