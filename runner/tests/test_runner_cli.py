@@ -163,7 +163,9 @@ def test_bad_pravega_driver_fields_are_one_line_errors_naming_file_and_field(tmp
 
 
 @pytest.mark.slow
-def test_ombs_pravega_driver_files_load_and_shared_subscriptions_are_refused(tmp_path):
+def test_ombs_pravega_driver_files_load_and_shared_subscriptions_are_refused_in_fan_out_runs(tmp_path):
+    # a fan-out run (study 003) measures every consumer: idle readers would make it meaningless; a steady workload of
+    # the same shape runs with a warning (the next test)
     for d in ("pravega.yaml", "pravega-exactly-once.yaml"):
         p = run("--validate-only", "--workload", str(GOOD / "workload.yaml"), "--driver", str(GOOD / d))
         assert p.returncode == 0 and "(pravega)" in p.stdout, p.stderr
@@ -175,3 +177,21 @@ def test_ombs_pravega_driver_files_load_and_shared_subscriptions_are_refused(tmp
     err = [line for line in p.stderr.splitlines() if line.startswith("omb-run: error:")]
     assert len(err) == 1 and f"{wl}: field 'consumerPerSubscription'" in err[0], p.stderr
     assert "Pravega has no shared subscription" in err[0]
+
+
+def test_validate_only_accepts_more_pravega_readers_than_segments_with_a_warning(tmp_path):
+    """Was refused ("Pravega has no shared subscription"); upstream OMB runs the shape, so the runner does too."""
+    import yaml
+    wl = yaml.safe_load((GOOD / "workload.yaml").read_text())
+    wl["consumerPerSubscription"] = wl["partitionsPerTopic"] + 2
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(wl, sort_keys=False))
+    p = run("--validate-only", "--workload", str(f), "--driver", str(GOOD / "pravega.yaml"))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("ok: ") and any(
+        ln.startswith("warning: ") and "2 reader(s) per group receive nothing and stay idle" in ln for ln in lines), lines
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(f"{f}\t{GOOD / 'pravega.yaml'}\n")
+    p = run("--validate-only", "--pairs", str(pairs))
+    assert p.returncode == 0 and p.stdout.startswith("ok\t") and "\twarning: " in p.stdout, p.stdout + p.stderr

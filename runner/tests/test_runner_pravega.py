@@ -54,3 +54,25 @@ def test_keyed_steady_workload_on_pravega_has_a_clean_audit_in_order_per_key(pra
     # the streams and reader groups the run created are gone again (deleteStreams: true, the runner's clean-up)
     log = out.with_suffix(".log").read_text()
     assert "Pravega clean-up" not in log, log[-3000:]
+
+
+@pytest.mark.integration
+def test_more_readers_than_segments_runs_as_upstream_omb_does_with_a_warning(pravega, tmp_path):
+    """Upstream OMB's workloads include reader groups with more readers than segments (readers without a segment
+    stay idle); the runner runs them too, every event still arrives once, and the result says why readers idled."""
+    import yaml
+
+    cj, cobj = pravega
+    wl = yaml.safe_load(KEYED.read_text())
+    wl.update(name="2 segments, 1 reader group of 3 readers", partitionsPerTopic=2, subscriptionsPerTopic=1,
+              consumerPerSubscription=3, producersPerTopic=1, producerRate=1000)
+    wl["x-streambench"] = {"testDurationSeconds": 5, "warmupDurationSeconds": 2}
+    f = tmp_path / "idle-readers.yaml"
+    f.write_text(yaml.safe_dump(wl, sort_keys=False))
+    out = tmp_path / "idle.json"
+    p = omb_run(f, DRIVER, out, cj)
+    assert p.returncode == 0, p.stderr[-4000:]
+    x = json.loads(out.read_text())["x-streambench"]
+    assert any("1 reader(s) per group receive nothing and stay idle" in w for w in x["warnings"]), x["warnings"]
+    sub = next(iter(x["audit"]["receivedPerSubscription"].values()))
+    assert x["audit"]["sent"] > 0 and sub["lost"] == 0 and sub["duplicated"] == 0, x["audit"]

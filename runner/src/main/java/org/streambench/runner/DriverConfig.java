@@ -10,7 +10,9 @@ import java.io.IOException;
 import java.io.StringReader;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Properties;
 import java.util.Set;
 
@@ -254,15 +256,22 @@ public final class DriverConfig {
             throw f.error(key, "expected tcp://HOST:PORT (or tls://), got \"" + uri + "\"");
     }
 
-    /** Checks combinations of driver and workload that cannot work. */
-    public void checkAgainst(Workload w) {
+    /**
+     * Checks combinations of driver and workload that cannot work (ConfigException), and returns warnings for those
+     * that run differently from what the workload's numbers suggest.
+     */
+    public List<String> checkAgainst(Workload w) {
+        List<String> warnings = new ArrayList<>();
         if (type == Type.PRAVEGA && w.consumerPerSubscription > w.partitionsPerTopic)
-            throw new ConfigException(w.file, "consumerPerSubscription", w.consumerPerSubscription + " consumers share one subscription of "
-                    + w.partitionsPerTopic + " partition(s), but Pravega has no shared subscription: a reader group gives each segment"
-                    + " to one reader, so " + (w.consumerPerSubscription - w.partitionsPerTopic) + " would receive nothing (driver "
-                    + file + "); use subscriptionsPerTopic N with consumerPerSubscription 1 (N reader groups)");
+            // upstream OMB runs this shape: a reader group gives each segment to one reader, the others stay idle (as
+            // Kafka's consumers without a partition do); run it too, and say so in the result
+            warnings.add(w.consumerPerSubscription + " readers share each reader group (consumerPerSubscription) of "
+                    + w.partitionsPerTopic + " segment(s): a reader group gives each segment to one reader, so "
+                    + (w.consumerPerSubscription - w.partitionsPerTopic) + " reader(s) per group receive nothing and stay idle"
+                    + " (Pravega has no shared subscription; workload " + w.file + ", driver " + file + ")");
         if (type == Type.PULSAR && subscriptionType.equals("Exclusive") && w.consumerPerSubscription > 1)
             throw new ConfigException(file, "consumer.subscriptionType",
                     "Exclusive allows one consumer per subscription, but the workload " + w.file + " has consumerPerSubscription " + w.consumerPerSubscription);
+        return warnings;
     }
 }

@@ -61,11 +61,18 @@ final class FanOut {
     static void check(Workload w, DriverConfig d, int processCount, boolean checkFds) {
         if (!w.fanOut()) return;
         if (w.mixed()) throw new ConfigException(w.file, "x-streambench.fanOut", "cannot be combined with catchUpSubscriptions");
+        // a fan-out run measures what every consumer receives: idle consumers (Kafka's without a partition, Pravega's
+        // readers without a segment; a steady run only warns of them) would make it meaningless
         if (d.type == DriverConfig.Type.KAFKA && w.consumerPerSubscription > w.partitionsPerTopic)
             throw new ConfigException(w.file, "consumerPerSubscription", w.consumerPerSubscription + " consumers share one subscription of "
                     + w.partitionsPerTopic + " partition(s), but Kafka has no shared subscription: a consumer group gives each partition"
                     + " to one consumer, so " + (w.consumerPerSubscription - w.partitionsPerTopic) + " would receive nothing (driver "
                     + d.file + "); use subscriptionsPerTopic N with consumerPerSubscription 1 (N consumer groups)");
+        if (d.type == DriverConfig.Type.PRAVEGA && w.consumerPerSubscription > w.partitionsPerTopic)
+            throw new ConfigException(w.file, "consumerPerSubscription", w.consumerPerSubscription + " readers share one reader group of "
+                    + w.partitionsPerTopic + " segment(s), but Pravega has no shared subscription: a reader group gives each segment"
+                    + " to one reader, so " + (w.consumerPerSubscription - w.partitionsPerTopic) + " would receive nothing in this fan-out"
+                    + " run (driver " + d.file + "); use subscriptionsPerTopic N with consumerPerSubscription 1 (N reader groups)");
         long total = (long) w.topics * w.subscriptionsPerTopic * w.consumerPerSubscription;
         long mine = (total + processCount - 1) / processCount;
         int per = d.type == DriverConfig.Type.KAFKA ? KAFKA_FDS_PER_CONSUMER : PULSAR_FDS_PER_CONSUMER;

@@ -114,8 +114,8 @@ public final class Main {
 
     /** Everything checked before any connection. */
     static Runner.Options validate(Args a, Workload w, DriverConfig d) {
-        d.checkAgainst(w);
         Runner.Options o = new Runner.Options();
+        o.warnings.addAll(d.checkAgainst(w));
         if (a.cluster != null) {
             String text = readText(a.cluster);
             JsonNode c;
@@ -190,6 +190,7 @@ public final class Main {
         if (a.validateOnly) {
             System.out.println("ok: " + a.workload + " (" + (w.name == null ? "" : w.name) + ") with " + a.driver + " ("
                     + d.type.name().toLowerCase() + ")");
+            for (String warning : o.warnings) System.out.println("warning: " + warning);
             return 0;
         }
         Path out = Path.of(a.output).toAbsolutePath();
@@ -219,8 +220,8 @@ public final class Main {
             Args one = new Args();
             one.workload = f[0]; one.driver = f[1]; one.cluster = a.cluster; one.validateOnly = true;
             try {
-                validate(one, Workload.load(f[0]), DriverConfig.load(f[1]));
-                System.out.println("ok\t" + f[0] + "\t" + f[1]);
+                Runner.Options o = validate(one, Workload.load(f[0]), DriverConfig.load(f[1]));
+                System.out.println("ok\t" + f[0] + "\t" + f[1] + (o.warnings.isEmpty() ? "" : "\twarning: " + String.join("; ", o.warnings)));
             } catch (ConfigException e) {
                 bad++;
                 System.out.println("error\t" + f[0] + "\t" + f[1] + "\t" + e.getMessage().replace('\n', ' '));

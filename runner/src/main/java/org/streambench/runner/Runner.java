@@ -22,6 +22,8 @@ public final class Runner {
         /** wall-clock bound on the whole run (null: the workload's default); past it the run fails with a timeout */
         public Long deadlineSeconds;
         public String barrier;         // several processes: directory where they agree on the start (Barrier)
+        /** found while validating (DriverConfig.checkAgainst): they go into the result's warnings */
+        public final List<String> warnings = new ArrayList<>();
     }
 
     /** set once the deadline has passed: Main exits with status 3 (timeout) */
@@ -56,6 +58,10 @@ public final class Runner {
         this.w = w;
         this.dc = dc;
         this.o = o;
+        for (String warning : o.warnings) {
+            warnings.add(warning);
+            Log.warn(warning);
+        }
     }
 
     private int tailSubs() { return w.subscriptionsPerTopic; }
