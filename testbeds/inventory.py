@@ -106,6 +106,31 @@ class Inventory:
                 "hosts": [{"name": h.name, "roles": list(h.roles), "address": h.address} for h in self.hosts]}
 
 
+HOST_KEY_CHECKING = ("yes", "accept-new")
+
+
+def _check_host_keys(h: dict, ssh: dict, where: str, path: Path) -> None:
+    """StrictHostKeyChecking is yes (the default) or accept-new; accept-new adds first-contact keys to the
+    inventory's own knownHosts file, never to the user's ~/.ssh/known_hosts, so it needs that file named."""
+    own = "options" in (h.get("ssh") or {})
+    strict = "yes"
+    for j, o in enumerate(ssh.get("options", [])):
+        name, _, value = o.replace("=", " ", 1).partition(" ")
+        if name.lower() != "stricthostkeychecking":
+            continue
+        value = value.strip().lower()
+        if value not in HOST_KEY_CHECKING:
+            field = f"{where}.ssh.options[{j}]" if own else f"{path}: ssh.options[{j}]"
+            raise InventoryError(f"{field}: StrictHostKeyChecking={value}: only yes or accept-new (a host's key is"
+                                 " always checked)")
+        strict = value
+        break  # ssh keeps the first value
+    if strict == "accept-new" and not ssh.get("knownHosts"):
+        field = f"{where}.ssh.knownHosts" if own else f"{path}: ssh.knownHosts"
+        raise InventoryError(f"{field}: missing; StrictHostKeyChecking=accept-new needs the testbed's own"
+                             " known_hosts file (never the user's ~/.ssh/known_hosts)")
+
+
 def check(doc: Any, path: Path | str) -> Inventory:
     """Validate an inventory document; path is only used in messages (and kept on the result)."""
     path = Path(path)
@@ -132,6 +157,7 @@ def check(doc: Any, path: Path | str) -> Inventory:
         for k in ("user", "privateKey"):
             if not ssh.get(k):
                 raise InventoryError(f"{where}.ssh.{k}: missing (neither the host nor the top-level ssh sets it)")
+        _check_host_keys(h, ssh, where, path)
         hosts.append(Host(name=h["name"], roles=tuple(h["roles"]), address=h["address"], root=root,
                           work_dir=posixpath.normpath(work), data_dirs=dict(h["dataDirs"]), ssh=ssh,
                           ssh_address=h.get("publicAddress") or h["address"], facts=h.get("facts"), raw=h))

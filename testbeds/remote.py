@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import shlex
+import socket
 import subprocess
 import tempfile
 import time
@@ -22,14 +24,43 @@ HERE = Path(__file__).resolve().parent
 ANSIBLE_DIR = HERE / "ansible"
 
 
+# OpenSSH keeps the FIRST value it is given for an option, so the host-key options the inventory chooses come
+# before every default here (and each appears once): an aws inventory asks for StrictHostKeyChecking=accept-new
+# with its fleet's own, initially empty known_hosts (first contact adds each host's key there, a changed key is
+# refused afterwards); the lab pre-writes its known_hosts and asks for yes. The user's ~/.ssh/known_hosts is
+# used only when an inventory names no knownHosts file, and then only strictly (inventory.check refuses
+# accept-new without knownHosts).
+def _option_name(opt: str) -> str:
+    return opt.replace("=", " ", 1).split(None, 1)[0].lower() if opt.strip() else ""
+
+
+def host_key_options(h: Host) -> list[str]:
+    """The host-key options of h as `Name=value` strings, in the order ssh must see them (first wins)."""
+    s = h.ssh
+    own = {_option_name(o): o for o in reversed(s.get("options", []))}  # the first of each name
+    strict = own.get("stricthostkeychecking", "StrictHostKeyChecking=yes")
+    out = [strict.strip()]
+    if s.get("knownHosts"):
+        out.append(f"UserKnownHostsFile={s['knownHosts']}")
+    elif "userknownhostsfile" in own:
+        out.append(own["userknownhostsfile"].strip())
+    return out
+
+
+def _other_options(h: Host) -> list[str]:
+    """The inventory's options other than the host-key ones (placed by host_key_options)."""
+    return [o for o in h.ssh.get("options", []) if _option_name(o) not in ("stricthostkeychecking", "userknownhostsfile")]
+
+
 def ssh_options(h: Host) -> list[str]:
     s = h.ssh
-    opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5",
-            "-o", "ServerAliveCountMax=3", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR",
-            "-i", s["privateKey"], "-p", str(s.get("port", 22))]
-    if s.get("knownHosts"):
-        opts += ["-o", f"UserKnownHostsFile={s['knownHosts']}", "-o", "StrictHostKeyChecking=yes"]
-    for o in s.get("options", []):
+    opts: list[str] = []
+    for o in host_key_options(h):
+        opts += ["-o", o]
+    opts += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5",
+             "-o", "ServerAliveCountMax=3", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR",
+             "-i", s["privateKey"], "-p", str(s.get("port", 22))]
+    for o in _other_options(h):
         opts += ["-o", o]
     return opts
 
@@ -73,16 +104,79 @@ def scp_to(h: Host, local: Path, remote: str, timeout: float = 300) -> None:
         raise TestbedError(f"host {h.name}: cannot copy {local} to {remote}: {why}")
 
 
+# --- waiting for hosts that are still booting ---------------------------------------------------------------
+# The user data (testbeds/aws/userdata.sh) writes this file, under the host's root, when it ends: "<exit status>
+# <time>". A host is ready when its SSH port answers, the login works and the file says 0.
+USERDATA_MARKER = "var/lib/streambench/userdata-done"
+
+
+def port_open(addr: str, port: int, timeout: float) -> bool:
+    try:
+        with socket.create_connection((addr, port), timeout=max(timeout, 0.1)):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_hosts(inv: Inventory, deadline_s: float, *, marker: str | None = USERDATA_MARKER,
+                   poll_s: float = 2.0, log=None) -> dict[str, float]:
+    """Wait, up to deadline_s in all, until every host's SSH port answers, the login works and (unless marker
+    is None) the user data's completion marker is there with status 0. Returns the seconds each host took.
+    A host that is not ready by then is one line naming it and what it did not do; a user data that ended
+    with an error is one line at once."""
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    waiting = {h.name: "its ssh port never answered" for h in inv.hosts}
+    took: dict[str, float] = {}
+    while True:
+        for h in inv.hosts:
+            if h.name in took:
+                continue
+            port = int(h.ssh.get("port", 22))
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            if not port_open(h.ssh_address, port, min(3.0, left)):
+                waiting[h.name] = f"its ssh port ({h.ssh_address}:{port}) never answered"
+                continue
+            path = posixpath.join(h.root, marker) if marker else None
+            command = f"cat {shlex.quote(path)} 2>/dev/null || true" if path else "true"
+            try:
+                res = ssh(h, command, timeout=max(1.0, min(30.0, end - time.monotonic())), check=False)
+            except TestbedError as e:
+                waiting[h.name] = f"ssh did not let us in: {str(e).split(': ', 1)[-1]}"
+                continue
+            status = res.stdout.split()
+            if path and not status:
+                waiting[h.name] = f"its user data did not finish (no {path})"
+                continue
+            if path and status[0] != "0":
+                raise TestbedError(f"host {h.name} ({h.ssh_address}): its user data failed (exit {status[0]},"
+                                   f" {path}); see /var/log/cloud-init-output.log on the host")
+            took[h.name] = round(time.monotonic() - t0, 1)
+            if log:
+                log(f"host {h.name}: ready after {took[h.name]:.0f} s")
+        if len(took) == len(inv.hosts):
+            return took
+        if time.monotonic() >= end:
+            name = next(h.name for h in inv.hosts if h.name not in took)
+            more = len(inv.hosts) - len(took) - 1
+            raise TestbedError(f"host {name}: not ready within {deadline_s:.0f} s: {waiting[name]}"
+                               + (f" (and {more} more host(s) not ready)" if more else ""))
+        time.sleep(min(poll_s, max(0.0, end - time.monotonic())))
+
+
 # --- Ansible ---------------------------------------------------------------------------------------------
 def ansible_inventory(inv: Inventory) -> dict[str, Any]:
     """The Ansible inventory (YAML/JSON form) of an inventory: groups `server` and `client`, per-host vars."""
     hosts = {}
     for h in inv.hosts:
         s = h.ssh
-        common = ["-o IdentitiesOnly=yes", "-o ServerAliveInterval=5", "-o ConnectTimeout=10"]
-        if s.get("knownHosts"):
-            common += [f"-o UserKnownHostsFile={s['knownHosts']}", "-o StrictHostKeyChecking=yes"]
-        common += [f"-o {o}" for o in s.get("options", [])]
+        # the same host-key options as ssh_options, first (ansible.cfg's ssh_args set none of them, and its
+        # host_key_checking = True only keeps Ansible from adding StrictHostKeyChecking=no)
+        common = [f"-o {shlex.quote(o)}" for o in host_key_options(h)]
+        common += ["-o IdentitiesOnly=yes", "-o ServerAliveInterval=5", "-o ConnectTimeout=10"]
+        common += [f"-o {shlex.quote(o)}" for o in _other_options(h)]
         hosts[h.name] = {
             "ansible_host": h.ssh_address, "ansible_user": s["user"], "ansible_port": s.get("port", 22),
             "ansible_ssh_private_key_file": s["privateKey"], "ansible_ssh_common_args": " ".join(common),

@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         aws = config["aws"]
         if args.cmd == "estimate":
             _, rows, prices = plan.plan_from_config(config)
-            print(plan.markdown_table(rows, prices) if args.markdown else plan.format_estimate(rows, prices))
+            print(plan.markdown_table(rows, prices) if args.markdown else plan.format_estimate(rows, prices, aws))
             return 0
         if args.cmd == "up":
             rid = args.run_id or provision.run_id(aws, create=True)

@@ -31,6 +31,10 @@ INVENTORY_SCHEMA = ROOT / "testbeds" / "inventory.schema.json"
 TAG_RUN = "streambench:run"
 TAG_FLEET = "streambench:fleet"
 RUN_ID_FILE = ROOT / "data" / "runs" / "aws" / "run-id"
+# per fleet: inventory.json (aws_up), prepared.json (aws_prepare), down.json (aws_down: its runs are done and it is
+# down), torn-down.json (written by `down`: the hosts those files name are gone; aws_up reads it, see below)
+FLEETS_DIR = ROOT / "data" / "runs" / "aws" / "fleets"
+TORN_DOWN = "torn-down.json"
 
 
 # ------------------------------------------------------------------------------------------- run id, keys
@@ -129,7 +133,7 @@ def preflight(config: dict, fleet_names: list[str] | None = None, require_confir
                 raise AwsError(f"{aws['instances_file']}: fleets.{name}: not a fleet of the planned runs"
                                f" (planned: {', '.join(sorted(by_fleet))})")
         rows = [r for r in rows if r.fleet.name in fleet_names]
-    print(plan.format_estimate(rows, prices), file=sys.stderr)
+    print(plan.format_estimate(rows, prices, aws), file=sys.stderr)
     plan.check_lifetime(rows, aws)
     if require_confirm:
         plan.check_confirm(aws)
@@ -149,10 +153,14 @@ def preflight(config: dict, fleet_names: list[str] | None = None, require_confir
 
 # ------------------------------------------------------------------------------------------- up
 def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
-       facts_dir: Path | None = None, fail_after: str | None = None) -> dict:
+       facts_dir: Path | None = None, fail_after: str | None = None, wait: bool = True,
+       fleets_dir: Path = FLEETS_DIR) -> dict:
+    """Bring one fleet up, wait until every host is ready (unless `wait` is false: the emulator's addresses are
+    fake), and write its inventory; on any failure the fleet is torn down and nothing is written."""
     aws = config["aws"]
     _, rows, _, _ = preflight(config, [fleet_name])
     fleet = rows[0].fleet
+    lifetime = plan.lifetime_hours(rows[0], aws)
     cidr = caller_cidr(aws)
     key = ensure_key(rid)
     net = aws["vpc_cidr"].split("/")[0].rsplit(".", 2)[0]
@@ -166,20 +174,30 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
     # servers format their instance-store disks; clients only get the maximum lifetime
     for h in variables["hosts"]:
         # base64, so that Ansible does not read the script's ${#...} as a Jinja comment
-        h["user_data_b64"] = base64.b64encode(user_data(fleet, h["role"], aws["max_lifetime_hours"]).encode()).decode()
+        h["user_data_b64"] = base64.b64encode(user_data(fleet, h["role"], lifetime).encode()).decode()
     with tempfile.TemporaryDirectory(prefix="sb-aws-out-") as tmp:
         variables["out"] = str(Path(tmp) / "made.json")
         try:
             _ansible("up.yml", variables, log)
         except AwsError:
             try:
-                down(config, rid, log, fleet=fleet.name)
+                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
             except AwsError as exc2:
                 print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
             raise
         made = json.loads(Path(variables["out"]).read_text())
     inventory = make_inventory(fleet, rid, made, key, aws)
     inventory_out = Path(inventory_out)
+    if wait:
+        # "running" is not "ready": sshd, the login key and the user data (disks, limits) come later
+        try:
+            wait_ready(inventory, inventory_out, aws["boot_timeout_minutes"] * 60, log)
+        except AwsError:
+            try:
+                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
+            except AwsError as exc2:
+                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            raise
     inventory_out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = inventory_out.with_suffix(".tmp")
     tmp_out.write_text(json.dumps(inventory, indent=2) + "\n")
@@ -192,6 +210,26 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
                 {"probe": "aws-instance", "host": host["name"], "testbed": "aws", "run": rid, "fleet": fleet.name,
                  "result": host["facts"]}, indent=2) + "\n")
     return inventory
+
+
+def wait_ready(inventory: dict, path: Path, deadline_s: float, log: Path | None = None) -> dict[str, float]:
+    """Wait until every host of the inventory answers on its SSH port, lets the run's key in (its host key is
+    then in the fleet's known_hosts) and has finished its user data (testbeds/remote.py wait_for_hosts); one
+    line naming the first host that did not, within deadline_s in all."""
+    from testbeds import inventory as inv_mod, remote
+    from testbeds.util import TestbedError
+
+    def note(msg: str) -> None:
+        if log is not None:
+            with open(log, "a") as fh:
+                fh.write(f"{datetime.now(timezone.utc).isoformat()} {msg}\n")
+
+    try:
+        inv = inv_mod.check(inventory, path)
+        took = remote.wait_for_hosts(inv, deadline_s, log=note)
+    except (TestbedError, inv_mod.InventoryError) as exc:
+        raise AwsError(str(exc)) from None
+    return took
 
 
 def make_inventory(fleet: plan.Fleet, rid: str, made: dict, key: Path, aws: dict) -> dict:
@@ -270,11 +308,53 @@ def leftovers(session, rid: str, fleet: str | None = None, placement: bool = Fal
     return {k: v for k, v in out.items() if v}
 
 
-def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None) -> dict[str, list[str]]:
-    """Remove everything tagged with the run (and fleet); returns what was there before. Safe to re-run."""
+def mark_torn_down(rid: str, fleet: str | None = None, fleets_dir: Path = FLEETS_DIR) -> list[str]:
+    """Write <fleets_dir>/<fleet>/torn-down.json beside every inventory.json / prepared.json of run rid (of that
+    fleet only, when given) whose fleet has no down.json yet: those files name hosts that are about to be gone.
+    The aws_up rule takes the marker as an input (aws_up_inputs), so the next `snakemake` brings that fleet up
+    again and prepares it anew instead of running the remaining runs against dead hosts; the runs already
+    recorded are not redone (they read the fleet's files as ancient inputs). Returns the fleets marked."""
+    marked = []
+    if not Path(fleets_dir).is_dir():
+        return marked
+    for d in sorted(Path(fleets_dir).iterdir()):
+        if not d.is_dir() or (fleet and d.name != fleet) or (d / "down.json").exists():
+            continue
+        ours = False
+        for name in ("inventory.json", "prepared.json"):
+            try:
+                doc = json.loads((d / name).read_text())
+            except (OSError, ValueError):
+                continue
+            ours = ours or (doc.get("id") == rid and (doc.get("provider") or {}).get("fleet", d.name) == d.name)
+        if not ours:
+            continue
+        tmp = d / f".{TORN_DOWN}.tmp"
+        tmp.write_text(json.dumps({"run": rid, "fleet": d.name,
+                                   "tornDownAt": datetime.now(timezone.utc).isoformat()}) + "\n")
+        tmp.replace(d / TORN_DOWN)
+        marked.append(d.name)
+    return marked
+
+
+def aws_up_inputs(fleet: str, fleets_dir: Path | str = FLEETS_DIR) -> list[str]:
+    """The extra input of rule aws_up: the fleet's torn-down.json while the fleet is not done (no down.json).
+    Newer than the fleet's inventory.json, it makes Snakemake bring the fleet up again."""
+    d = Path(fleets_dir) / fleet
+    if (d / TORN_DOWN).exists() and not (d / "down.json").exists():
+        return [str(d / TORN_DOWN)]
+    return []
+
+
+def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None,
+         fleets_dir: Path = FLEETS_DIR) -> dict[str, list[str]]:
+    """Remove everything tagged with the run (and fleet); returns what was there before. Safe to re-run.
+    First marks the fleets' inventories dead (mark_torn_down), whether or not anything is still up (a fleet
+    past its lifetime has terminated itself)."""
     aws = config_or_aws.get("aws", config_or_aws)
     session = plan.check_credentials(aws["region"])
     placement = uses_placement(aws)
+    mark_torn_down(rid, fleet, fleets_dir)
     before = leftovers(session, rid, fleet, placement)
     if before:
         _ansible("down.yml", {"run_id": rid, "region": aws["region"], "fleet": fleet or "",

@@ -9,7 +9,9 @@
 #   aws_down    data/runs/aws/fleets/<fleet>/down.json          tear the fleet down once its runs are done; the next
 #                                                               fleet's aws_up waits for it
 #   then benchmarks -> analysis -> paper, as on every testbed; onsuccess and onerror tear down whatever still
-#   carries the run's tag (python -m testbeds.aws down), so does `snakemake --profile aws teardown`.
+#   carries the run's tag (python -m testbeds.aws down), so does `snakemake --profile aws teardown`. Every
+#   teardown writes data/runs/aws/fleets/<fleet>/torn-down.json for each fleet not done yet; aws_up takes it as
+#   an input, so a rerun after an error provisions that fleet anew (its recorded runs are not redone).
 #
 # Nothing is created before the onstart gate: it prints the instance-hours and the on-demand cost of the planned
 # jobs and refuses unless aws.confirm is true and the credentials resolve.
@@ -40,10 +42,11 @@ if config["testbed"] == "aws":
         return f"{AWS_DIR}/{fleet}/prepared.json"
 
     # each run waits for its fleet's hosts to be prepared and probed, and reaches them through its inventory
-    # (workloads/run.py --inventory: clusters on the servers, runners on the clients)
+    # (workloads/run.py --inventory: clusters on the servers, runners on the clients). Ancient: when a torn-down
+    # fleet is brought up again (aws_up below), the runs it already recorded are not redone.
     def TESTBED_RUN_INPUTS(run):
         fleet = AWS_FLEET_OF[run.key]
-        return [_aws_inventory(fleet), _aws_prepared(fleet), f"data/raw/aws/probes/{fleet}.json"]
+        return [ancient(p) for p in (_aws_inventory(fleet), _aws_prepared(fleet), f"data/raw/aws/probes/{fleet}.json")]
 
     def TESTBED_RUN_ARGS(run):
         return f"--inventory {_aws_inventory(AWS_FLEET_OF[run.key])}"
@@ -67,6 +70,9 @@ if config["testbed"] == "aws":
             # fleets run one after another: the previous one is down before the next is created
             previous=lambda wc: [f"{AWS_DIR}/{AWS_FLEETS[AWS_FLEETS.index(wc.fleet) - 1]}/down.json"]
             if AWS_FLEETS.index(wc.fleet) > 0 else [],
+            # written by every teardown (onerror, `teardown`, `python -m testbeds.aws down`) while the fleet is
+            # not done: newer than the inventory, so a rerun provisions the fleet anew instead of using dead hosts
+            torn_down=lambda wc: _aws_prov.aws_up_inputs(wc.fleet, AWS_DIR),
         output:
             temp(f"{AWS_DIR}/{{fleet}}/inventory.json"),
         log:
@@ -148,7 +154,7 @@ if config["testbed"] == "aws":
             doc = _wl_plan.load(WL_FILE)
             rows = _aws_plan.estimate(_aws_plan.assign(planned, doc, fleets, AWS["instances_file"]), fleets, est,
                                       prices, AWS["prices_file"])
-            print(_aws_plan.format_estimate(rows, prices), file=_aws_sys.stderr)
+            print(_aws_plan.format_estimate(rows, prices, AWS), file=_aws_sys.stderr)
             _aws_plan.check_lifetime(rows, AWS)
             _aws_plan.check_confirm(AWS)
             _aws_plan.check_credentials(AWS["region"])

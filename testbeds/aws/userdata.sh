@@ -6,11 +6,25 @@
 #    ordered by PCI address, formatted xfs, mounted noatime at /mnt/data-<n>; one directory per role inside:
 #    @ROLES@. What was found is written to /etc/streambench/disks.json (read back by the host probe).
 # 3. The open-file limit (below).
-# SB_SYSFS, SB_DRYRUN: the tests run the disk discovery against a made-up sysfs tree and only print the commands.
+# 4. When it ends, however it ends: /var/lib/streambench/userdata-done holds "<exit status> <UTC time>" (written
+#    atomically, readable by the login user). The controller waits for it with status 0 before Ansible starts
+#    (testbeds/remote.py wait_for_hosts).
+# SB_SYSFS, SB_DRYRUN: the tests run the disk discovery against a made-up sysfs tree and only print the commands;
+# SB_STATE: the directory of the completion marker (the tests' own; with SB_DRYRUN and no SB_STATE none is written).
 set -euo pipefail
 SYSFS=${SB_SYSFS:-/sys}
+STATE=${SB_STATE:-/var/lib/streambench}
 run() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ $*"; else "$@"; fi; }
 append() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ append to $1: $2"; else echo "$2" >> "$1"; fi; }
+finished() {
+  local rc=$?
+  if [ -z "${SB_DRYRUN:-}" ] || [ -n "${SB_STATE:-}" ]; then
+    mkdir -p "$STATE" && chmod 755 "$STATE" \
+      && echo "$rc $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$STATE/userdata-done.tmp" \
+      && chmod 644 "$STATE/userdata-done.tmp" && mv -f "$STATE/userdata-done.tmp" "$STATE/userdata-done"
+  fi
+}
+trap finished EXIT
 
 if [ -z "${SB_DRYRUN:-}" ]; then
   systemd-run --unit=streambench-max-lifetime --on-active=@MAX_LIFETIME_MINUTES@m /bin/systemctl poweroff --force \

@@ -63,3 +63,39 @@ def test_a_fleet_longer_than_the_lifetime_is_refused():
     _, rows, _ = plan.plan_from_config(load_config("aws", []))
     with pytest.raises(AwsError, match=r"^config aws\.max_lifetime_hours: 10 h is shorter than fleet s000"):
         plan.check_lifetime(rows, {"max_lifetime_hours": 10})
+
+
+def test_the_default_configuration_passes_its_own_lifetime_gate():
+    """Issue 30, blocker 4: env/config.yaml + the aws profile, as `snakemake -n --profile aws all` plans it
+    (its longest fleet, s001, is estimated at 76.8 h), passes check_lifetime; each fleet powers off at its own
+    estimate plus 25 %, whole hours, and that is what its user data says."""
+    from testbeds.aws import provision
+
+    cfg = load_config("aws", [])
+    assert cfg["aws"]["max_lifetime_hours"] is None
+    _, rows, prices = plan.plan_from_config(cfg)
+    plan.check_lifetime(rows, cfg["aws"])
+    longest = max(rows, key=lambda r: r.hours)
+    assert longest.fleet.name == "s001" and longest.hours > 72
+    for r in rows:
+        life = plan.lifetime_hours(r, cfg["aws"])
+        assert life >= 1.2 * r.hours and life == int(life) and life - 1 < 1.25 * r.hours, r.fleet.name
+    assert plan.lifetime_hours(longest, cfg["aws"]) == 96
+    ud = provision.user_data(longest.fleet, "server", plan.lifetime_hours(longest, cfg["aws"]))
+    assert "--on-active=5760m" in ud
+    assert "s001 (study 001)" in plan.format_estimate(rows, prices, cfg["aws"])
+    assert "powers off after 96 h" in plan.format_estimate(rows, prices, cfg["aws"])
+
+
+def test_a_lifetime_too_short_for_a_single_run_is_one_line():
+    """An explicit aws.max_lifetime_hours still gates every fleet: one study-003 fan-out run (about 1.7 h with
+    its fleet's overheads) cannot fit in 1 h, and nothing would split it."""
+    cfg = load_config("aws", ["aws.max_lifetime_hours=1"])
+    by_fleet, rows, _ = plan.plan_from_config(cfg)
+    (one,) = [r for r in by_fleet["s003"] if "20ksub" in r.base_workload][:1]
+    _, rows, _ = plan.plan_from_config(cfg, runs=[one])
+    assert rows[0].runs == 1 and rows[0].hours > 1
+    with pytest.raises(AwsError) as e:
+        plan.check_lifetime(rows, cfg["aws"])
+    assert str(e.value) == (f"config aws.max_lifetime_hours: 1 h is shorter than fleet s003's estimated"
+                            f" {rows[0].hours:.1f} h; its instances would power off mid-run")

@@ -44,7 +44,9 @@ def test_up_creates_exactly_the_plan_and_down_leaves_nothing(aws, tmp_path):
     before = everything(aws)
     cfg = config()
     inv_path = tmp_path / "inventory.json"
-    inv = provision.up(cfg, "s002", RUN, inv_path, tmp_path / "up.log", facts_dir=tmp_path / "probes")
+    # wait=False: the emulator's addresses are fake (the wait for SSH and the user data: testbeds/tests/test_boot_wait.py)
+    inv = provision.up(cfg, "s002", RUN, inv_path, tmp_path / "up.log", facts_dir=tmp_path / "probes", wait=False,
+                       fleets_dir=tmp_path / "fleets")
     fleet = plan.load_fleets(cfg["aws"]["instances_file"])[0]["s002"]
     want_tags = {"project": "streambench", "streambench:run": RUN, "streambench:fleet": "s002"}
 

@@ -1,0 +1,58 @@
+"""Resuming after an error (issue 30, blocker 7): the teardown marks every fleet it takes down that is not done
+(torn-down.json beside its inventory.json / prepared.json), and aws_up takes that marker as an input, so a rerun
+provisions the fleet anew instead of running the remaining runs against dead hosts. Against moto's server."""
+import json
+import os
+import shutil
+import time
+
+from testbeds.aws import provision
+from testbeds.aws.tests.test_provision import RUN, config, everything
+
+
+def _inventory(path, rid, fleet):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"id": rid, "testbed": "aws", "provider": {"fleet": fleet}}))
+
+
+def test_teardown_marks_the_fleets_it_takes_down_so_a_rerun_brings_them_up_again(aws, tmp_path):
+    before = everything(aws)
+    fleets = tmp_path / "fleets"
+    cfg = config()
+    # fleet s002 is up and prepared (aws_up, aws_prepare), its runs under way
+    inv = fleets / "s002" / "inventory.json"
+    provision.up(cfg, "s002", RUN, inv, tmp_path / "up.log", wait=False, fleets_dir=fleets)
+    shutil.copy(inv, fleets / "s002" / "prepared.json")
+    # fleet s000 finished earlier (aws_down wrote down.json); s003's files belong to another run
+    _inventory(fleets / "s000" / "prepared.json", RUN, "s000")
+    (fleets / "s000" / "down.json").write_text("{}\n")
+    _inventory(fleets / "s003" / "inventory.json", "other-run", "s003")
+    assert all(provision.aws_up_inputs(f, fleets) == [] for f in ("s000", "s002", "s003"))
+    time.sleep(0.05)
+
+    # the error handler's teardown (python -m testbeds.aws down --run-id RUN)
+    provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=fleets)
+    assert everything(aws) == before
+
+    marker = fleets / "s002" / provision.TORN_DOWN
+    assert provision.aws_up_inputs("s002", fleets) == [str(marker)]
+    assert json.loads(marker.read_text())["run"] == RUN and json.loads(marker.read_text())["fleet"] == "s002"
+    # newer than both: Snakemake reruns aws_up (updated input), then aws_prepare (updated inventory)
+    for name in ("inventory.json", "prepared.json"):
+        assert os.stat(marker).st_mtime_ns > os.stat(fleets / "s002" / name).st_mtime_ns
+    assert provision.aws_up_inputs("s000", fleets) == [] and not (fleets / "s000" / provision.TORN_DOWN).exists()
+    assert provision.aws_up_inputs("s003", fleets) == [] and not (fleets / "s003" / provision.TORN_DOWN).exists()
+
+    # the rerun brought s002 up again and finished it: aws_down's down.json makes the marker moot
+    (fleets / "s002" / "down.json").write_text("{}\n")
+    assert provision.aws_up_inputs("s002", fleets) == []
+
+
+def test_teardown_of_one_fleet_marks_only_that_fleet_even_when_nothing_is_left_to_remove(aws, tmp_path):
+    """A fleet past its lifetime has terminated itself: nothing carries the tag, its files are still dead."""
+    fleets = tmp_path / "fleets"
+    _inventory(fleets / "s002" / "inventory.json", RUN, "s002")
+    _inventory(fleets / "s004" / "inventory.json", RUN, "s004")
+    assert provision.down(config(), RUN, tmp_path / "down.log", fleet="s002", fleets_dir=fleets) == {}
+    assert provision.aws_up_inputs("s002", fleets) == [str(fleets / "s002" / provision.TORN_DOWN)]
+    assert provision.aws_up_inputs("s004", fleets) == []

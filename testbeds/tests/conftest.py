@@ -1,0 +1,1 @@
+from testbeds.tests.localsshd import sshd  # noqa: F401 (the fixture)
