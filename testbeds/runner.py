@@ -1,11 +1,15 @@
 """The benchmark runner on every client host of an inventory, merged as OMB's distributed mode does.
 
   python -m testbeds run --inventory F --workload W --driver D --cluster RUNDIR/cluster.json --output OUT
-                         [--log LOG] [--lead-seconds S]
+                         [--log LOG] [--deadline-seconds S]
 
 One runner process per client host (started over ssh by the host-side helper, so an interrupt stops it):
-with n > 1 clients each gets `--process-index i --process-count n --start-at T` (disjoint shares of the
-producers and consumers, one shared start), and the parts are merged with runner/bin/omb-merge. The merged
+with n > 1 clients each gets `--process-index i --process-count n` (disjoint shares of the producers and
+consumers) and a coordinated barrier: each process marks itself ready in its own host's barrier directory once
+its set-up is done (consumers connected, producers created), this controller waits over ssh until every host has
+its mark, then writes one start time a few seconds ahead on every host (`coordinate_start`). So a slow JVM start,
+a slow copy or thousands of consumers connecting on one host delay the start instead of failing the run; fan-out
+runs (study 003) are split over every client host the same way. The parts are merged with runner/bin/omb-merge. The merged
 file is OUT; each host's part is kept in OUT-without-.json + ".parts/part-<i>-<host>.json". A failure on any
 host (unreachable, runner error, a host that dies) is one line naming the host; nothing is written to OUT.
 """
@@ -21,6 +25,7 @@ import time
 from pathlib import Path
 
 import yaml
+
 
 from . import deploy, remote
 from .inventory import Host, Inventory
@@ -44,6 +49,9 @@ def java_opts() -> list[str]:
     return [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
 
 
+START_LEAD_MS = 3000  # from the moment every process is ready to the shared start: room for the go files' ssh
+
+
 def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: int | None,
                 extra: list[str]) -> list[str]:
     rr = posixpath.join(h.work_dir, "runner")
@@ -53,32 +61,71 @@ def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: i
            "--workload", f"{rdir}/workload.yaml", "--driver", f"{rdir}/driver.yaml",
            "--cluster", f"{rdir}/cluster.json", "--output", f"{rdir}/part.json", "--log", f"{rdir}/runner.log"]
     cmd += extra
-    if n > 1:
-        cmd += ["--process-index", str(i), "--process-count", str(n), "--start-at", str(start_at)]
+    if n > 1:  # --start-at names the run (every part carries it); the barrier decides when it starts
+        cmd += ["--process-index", str(i), "--process-count", str(n), "--start-at", str(start_at),
+                "--barrier", f"{rdir}/barrier", "--barrier-coordinated"]
     return cmd
 
 
+def coordinate_start(hosts: list[tuple[Host, str]], alive, deadline_s: float, lead_ms: int = START_LEAD_MS,
+                     poll_s: float = 5.0, ssh=None) -> int:
+    """The coordinator of a coordinated barrier: waits until process i has written `ready-i` in its host's barrier
+    directory, for each (host, barrier dir) of hosts (process i is hosts[i]); then writes the start time (epoch ms,
+    lead_ms from now) into `go` in every directory (atomically: written aside, then renamed) and returns it.
+    alive() is false once a runner process has ended (it failed before the start): then TestbedError at once;
+    past deadline_s, TestbedError naming the hosts not ready."""
+    ssh = ssh or remote.ssh
+    deadline = time.monotonic() + deadline_s
+    waiting = list(range(len(hosts)))
+    while waiting:
+        if not alive():
+            raise TestbedError("a runner process ended before every process was ready: "
+                               f"{', '.join(hosts[i][0].name for i in waiting)} not ready")
+        if time.monotonic() > deadline:
+            raise TestbedError(f"runner start: {', '.join(hosts[i][0].name for i in waiting)} not ready "
+                               f"{deadline_s:.0f} s after the runners started (barrier)")
+        i = waiting[0]
+        h, bdir = hosts[i]
+        # wait on the host itself, up to poll_s, so a ready process is seen within 0.1 s without an ssh per check
+        f = shlex.quote(f"{bdir}/ready-{i}")
+        tries = max(1, int(poll_s / 0.1))
+        r = ssh(h, f"for _ in $(seq {tries}); do [ -f {f} ] && exit 0; sleep 0.1; done; exit 1",
+                timeout=poll_s + 60, check=False)
+        if r.returncode == 0:
+            waiting.pop(0)
+    at = int(time.time() * 1000) + lead_ms
+    for h, bdir in hosts:
+        d = shlex.quote(bdir)
+        ssh(h, f"mkdir -p {d} && printf %s {at} > {d}/.go.tmp && mv {d}/.go.tmp {d}/go", timeout=60)
+    return at
+
+
 def clients_for(inv: Inventory, workload: Path) -> list[Host]:
-    """The client hosts that run this workload: all of them, but only the first for a fan-out workload (study 003,
-    `x-streambench.fanOut`): workloads/fanout.py sizes such a run's open files for one runner process, and the
-    runner's way to share one among processes (`--fanout-barrier`, a directory) needs a file system the hosts do
-    not share; split by --start-at alone, a process still connecting its consumers at that time fails the run
-    ("set-up finished ... after --start-at"), and connecting thousands takes minutes."""
+    """The client hosts that run this workload. A fan-out workload (study 003): every one, each process connecting
+    its share of the consumers (the coordinated barrier starts them together once all are connected, however long
+    that takes on each host). A max-rate search, a backlog build or a mixed (catch-up) workload: the first only,
+    because one process judges the search and times the backlog (the runner refuses them with --process-count > 1).
+    Any other: one host per producer at most (each process needs a producer of its own)."""
     from workloads.fanout import is_fanout
 
     doc = yaml.safe_load(workload.read_text()) or {}
-    return inv.clients[:1] if is_fanout(doc) else inv.clients
+    ext = doc.get("x-streambench") or {}
+    if is_fanout(doc):
+        return list(inv.clients)
+    backlog = float(doc.get("consumerBacklogSizeGB") or 0) > 0 or float(ext.get("consumerBacklogSizeBytes") or 0) > 0
+    if doc.get("producerRate", 0) == 0 or backlog or ext.get("catchUpSubscriptions"):
+        return inv.clients[:1]
+    producers = int(doc.get("topics", 1)) * int(doc.get("producersPerTopic", 1))
+    return inv.clients[:max(1, min(len(inv.clients), producers))]
 
 
 def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Path, log: Path | None = None,
-        lead_seconds: float = 30, timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
+        timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
     clients = clients_for(inv, workload)
-    if len(clients) < len(inv.clients):
-        say(f"fan-out workload: the runner on {clients[0].name} only (one process holds every consumer)")
     n = len(clients)
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
     rev, dirty = deploy.git_revision()
-    start_at = int((time.time() + lead_seconds) * 1000) if n > 1 else None
+    start_at = int(time.time() * 1000) if n > 1 else None  # names the run; the barrier sets the start
     rdirs = {h.name: posixpath.join(h.work_dir, "bench", tag) for h in clients}
     procs: dict[str, subprocess.Popen] = {}
     with tempfile.TemporaryDirectory(prefix="sb-run-") as tmp:
@@ -98,6 +145,15 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                 procs[h.name] = subprocess.Popen(
                     remote.ssh_cmd(h, f"python3 {helper} once {rdirs[h.name]}/spec.json"),
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+            if n > 1:
+                try:
+                    at = coordinate_start([(h, f"{rdirs[h.name]}/barrier") for h in clients],
+                                          lambda: all(p.poll() is None for p in procs.values()), deadline_s=timeout)
+                    say(f"runners on {', '.join(h.name for h in clients)} ready; start at {at}")
+                except TestbedError as e:
+                    if all(p.poll() is None for p in procs.values()):
+                        raise
+                    say(f"runner start: {e}")  # a runner ended first: its own error is reported below
             outs = {name: p.communicate(timeout=timeout)[0] for name, p in procs.items()}
             parts = []
             for i, h in enumerate(clients):
@@ -166,7 +222,6 @@ def add_parser(sub) -> None:
     p.add_argument("--cluster", type=Path, required=True)
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--log", type=Path)
-    p.add_argument("--lead-seconds", type=float, default=30)
     p.add_argument("--deadline-seconds", help="passed on to each runner (its own deadline watchdog)")
     p.set_defaults(func=_main)
 
@@ -174,9 +229,10 @@ def add_parser(sub) -> None:
 def _main(a, load_inv, log) -> int:
     inv = load_inv(a.inventory)
     extra = ["--deadline-seconds", a.deadline_seconds] if a.deadline_seconds else []
-    timeout = float(a.deadline_seconds) + a.lead_seconds + 120 if a.deadline_seconds else 3600
+    # the runner's own deadline, plus the barrier's lead and the copies back
+    timeout = float(a.deadline_seconds) + START_LEAD_MS / 1000 + 120 if a.deadline_seconds else 3600
     try:
-        run(inv, a.workload, a.driver, a.cluster, a.output, a.log, a.lead_seconds, timeout=timeout, say=log,
+        run(inv, a.workload, a.driver, a.cluster, a.output, a.log, timeout=timeout, say=log,
             extra=extra)
     except RunnerFailed as e:
         print(f"testbeds: error: {e}", file=__import__("sys").stderr)

@@ -220,6 +220,50 @@ def test_two_processes_merge_exactly(cluster, tmp_path):
 
 
 @pytest.mark.integration
+def test_two_processes_with_a_coordinated_barrier_start_when_the_coordinator_says(cluster, tmp_path):
+    """--barrier DIR --barrier-coordinated, as on client hosts that share no file system: each process marks itself
+    ready in its own directory and starts at the time a coordinator (here the test; testbeds/runner.py over ssh)
+    writes into every directory once it has seen both ready."""
+    system, cj, cobj = cluster
+    start_at = int(time.time() * 1000)
+    dirs = [tmp_path / f"host-{i}" / "barrier" for i in range(2)]
+    procs = []
+    for i in range(2):
+        cmd = [str(OMB_RUN), "--workload", str(STEADY), "--driver", str(DRIVERS[system]), "--cluster", str(cj),
+               "--output", str(tmp_path / f"part-{i}.json"), "--log", str(tmp_path / f"part-{i}.log"),
+               "--process-index", str(i), "--process-count", "2", "--start-at", str(start_at),
+               "--barrier", str(dirs[i]), "--barrier-coordinated"]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        deadline = time.time() + 300
+        while not all((d / f"ready-{i}").exists() for i, d in enumerate(dirs)):
+            assert all(p.poll() is None for p in procs) and time.time() < deadline, [p.poll() for p in procs]
+            time.sleep(0.05)
+        time.sleep(1.0)  # both wait: neither starts before the coordinator writes its time
+        assert all(p.poll() is None for p in procs)
+        go = int(time.time() * 1000) + 1500
+        for d in dirs:
+            (d / ".go.tmp").write_text(str(go))
+            (d / ".go.tmp").rename(d / "go")
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-4000:]
+    parts = [json.loads((tmp_path / f"part-{i}.json").read_text()) for i in range(2)]
+    assert all(p["x-streambench"]["process"]["startAt"] == go for p in parts)
+    merged = tmp_path / "merged.json"
+    m = subprocess.run([str(OMB_MERGE), "--output", str(merged), *(str(tmp_path / f"part-{i}.json") for i in range(2))],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert m.returncode == 0, m.stderr
+    x = check_result(json.loads(merged.read_text()), cobj)
+    assert x["audit"]["acked"] == sum(p["x-streambench"]["audit"]["acked"] for p in parts) > 0
+
+
+@pytest.mark.integration
 def test_failed_run_writes_no_result_and_exits_nonzero(cluster, tmp_path):
     system, cj, cobj = cluster
     out = tmp_path / "fail.json"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from testbeds import inventory
 from testbeds.lab import inventory_doc, plan
 from testbeds.runner import clients_for
@@ -21,10 +23,28 @@ def test_a_workload_runs_on_every_client_host(tmp_path):
         ["client-1", "client-2"]
 
 
-def test_a_fanout_workload_runs_on_the_first_client_host_only(tmp_path):
-    # study 003: sized for one runner process (workloads/fanout.py); the processes' start barrier is a directory
+def test_a_fanout_workload_is_split_over_every_client_host(tmp_path):
+    # study 003: each host's process connects its share of the consumers; the coordinated barrier starts them together
     inv = _inventory(tmp_path, 2)
-    assert [h.name for h in clients_for(inv, OMB_DIR / "1-topic-1-partition-10kb-1p-1c-20ksub-1.yaml")] == ["client-1"]
+    assert [h.name for h in clients_for(inv, OMB_DIR / "1-topic-1-partition-10kb-1p-1c-20ksub-1.yaml")] == \
+        ["client-1", "client-2"]
+
+
+@pytest.mark.parametrize("change, hosts", [
+    ({"producerRate": 0}, 1),                              # a max-rate search is judged by one process
+    ({"consumerBacklogSizeGB": 1}, 1),                     # so is a backlog build and drain
+    ({"x-streambench": {"catchUpSubscriptions": 1, "catchUpStartBacklogGB": 1}}, 1),  # and a mixed workload
+    ({"producersPerTopic": 1}, 1),                         # each process needs a producer of its own
+    ({"producersPerTopic": 4}, 2),
+])
+def test_workloads_one_process_must_run_stay_on_one_client_host(tmp_path, change, hosts):
+    import yaml
+    inv = _inventory(tmp_path, 2)
+    wl = yaml.safe_load((OMB_DIR / "1-topic-100-partitions-1kb-4p-4c-500k.yaml").read_text())
+    wl.update(change)
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(wl))
+    assert len(clients_for(inv, f)) == hosts
 
 
 def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path):

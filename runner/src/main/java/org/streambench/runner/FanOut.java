@@ -150,8 +150,8 @@ final class FanOut {
      * connected and waits for all; every process then starts producing at the same moment, 10 s after the last one
      * was ready (the time set-up needs for producers and Kafka's group check). Returns that start (epoch ms).
      */
-    long barrier(String dir, int index, int count, BooleanSupplier abort) throws Exception {
-        return Barrier.await(dir, index, count, 10_000, (deadlineSeconds + 300) * 1000L, abort);
+    long barrier(String dir, int index, int count, BooleanSupplier abort, boolean coordinated) throws Exception {
+        return Barrier.await(dir, index, count, 10_000, (deadlineSeconds + 300) * 1000L, abort, coordinated);
     }
 
     int connectedCount() {

@@ -17,7 +17,7 @@ public final class Main {
 
     static final String USAGE = "usage: omb-run --workload W.yaml --driver D.yaml [--cluster RUNDIR/cluster.json] --output OUT.json\n"
             + "               [--log LOG] [--process-index i --process-count n --start-at EPOCH_MS]\n"
-            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S] [--barrier DIR]\n"
+            + "               [--duration-seconds S] [--warmup-seconds S] [--deadline-seconds S] [--barrier DIR [--barrier-coordinated]]\n"
             + "       omb-run --validate-only --workload W.yaml --driver D.yaml [--cluster C.json]\n"
             + "       omb-run --validate-only --pairs LIST [--cluster C.json]   (LIST: one 'WORKLOAD<TAB>DRIVER' per line)\n"
             + "       omb-merge --output OUT.json PART.json...";
@@ -41,7 +41,7 @@ public final class Main {
 
     static final class Args {
         String workload, driver, cluster, output, log, pairs;
-        boolean validateOnly;
+        boolean validateOnly, barrierCoordinated;
         Integer index, count;
         Long startAt, duration, warmup, deadline;
         String barrier;
@@ -52,6 +52,7 @@ public final class Main {
         for (int i = 0; i < args.length; i++) {
             String k = args[i];
             if (k.equals("--validate-only")) { a.validateOnly = true; continue; }
+            if (k.equals("--barrier-coordinated")) { a.barrierCoordinated = true; continue; }
             if (k.equals("-h") || k.equals("--help")) throw new ConfigException(USAGE);
             if (i + 1 >= args.length) throw new ConfigException("command line: option " + k + " needs a value\n" + USAGE);
             String v = args[++i];
@@ -156,6 +157,9 @@ public final class Main {
             if (o.count < 2) throw new ConfigException("command line: --barrier goes with --process-count > 1");
             o.barrier = a.barrier;
         }
+        if (a.barrierCoordinated && a.barrier == null)
+            throw new ConfigException("command line: --barrier-coordinated goes with --barrier DIR");
+        o.barrierCoordinated = a.barrierCoordinated;
         o.startAt = a.startAt;
         o.durationSeconds = a.duration;
         o.warmupSeconds = a.warmup;

@@ -22,6 +22,8 @@ public final class Runner {
         /** wall-clock bound on the whole run (null: the workload's default); past it the run fails with a timeout */
         public Long deadlineSeconds;
         public String barrier;         // several processes: directory where they agree on the start (Barrier)
+        /** the barrier directory is this host's own; a coordinator that sees every process's writes the start time */
+        public boolean barrierCoordinated;
         /** found while validating (DriverConfig.checkAgainst): they go into the result's warnings */
         public final List<String> warnings = new ArrayList<>();
     }
@@ -291,7 +293,7 @@ public final class Runner {
             if (fan.connectedCount() < fanIdx)
                 warnings.add((fanIdx - fan.connectedCount()) + " consumers never connected within " + w.fanOutDeadlineSeconds
                         + " s (x-streambench.fanOut.neverConnected); their subscriptions are left out of the audit");
-            if (o.barrier != null) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort);
+            if (o.barrier != null) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort, o.barrierCoordinated);
         }
         if (!expected.isEmpty()) driver.waitConsumersReady(expected, 120_000);
         Log.info("consumers ready: " + (tailingConsumers.size() + catchUpConsumers.size()) + " in this process");
@@ -307,7 +309,8 @@ public final class Runner {
             }
         Log.info("producers ready: " + mine.size() + " in this process");
         // several processes without a fan-out: agree on the start once every process has its producers
-        if (o.barrier != null && fan == null) o.startAt = Barrier.await(o.barrier, o.index, o.count, 2_000, 300_000L, () -> abort);
+        if (o.barrier != null && fan == null)
+            o.startAt = Barrier.await(o.barrier, o.index, o.count, 2_000, 300_000L, () -> abort, o.barrierCoordinated);
         double processShare = (double) mine.size() / totalProducers;
         boolean discovery = w.producerRate == 0;
         double globalRate = discovery ? w.discoveryInitialRate : w.producerRate;

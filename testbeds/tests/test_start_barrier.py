@@ -1,0 +1,84 @@
+"""The coordinated start of runner processes on several client hosts (issue 30, blocker 6; issue 29, fan-out over
+client hosts): testbeds.runner.coordinate_start against a real sshd on 127.0.0.1. Each "runner" here is a shell
+process that does what the runner does with --barrier DIR --barrier-coordinated: it marks itself ready in its own
+host's directory after its set-up (of a different length per host) and waits for the start time in `go`."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from testbeds import inventory, util
+from testbeds.runner import coordinate_start
+from testbeds.tests.localsshd import inventory_doc, needs_sshd
+
+RUNNER_LIKE = r"""
+d=$1; i=$2; setup=$3
+sleep "$setup"
+mkdir -p "$d"; date +%s%3N > "$d/.ready-$i.tmp"; mv "$d/.ready-$i.tmp" "$d/ready-$i"
+while [ ! -f "$d/go" ]; do sleep 0.02; done
+cat "$d/go"
+"""
+
+
+def _hosts(tmp_path, sshd):
+    sshd.start()
+    inv = inventory.check(inventory_doc(tmp_path, sshd), tmp_path / "inventory.json")
+    # two "client hosts", each with its own barrier directory (they share no file system)
+    return [(h, str(tmp_path / "hosts" / h.name / "bench" / "barrier")) for h in inv.hosts[:2]]
+
+
+def _start(hosts, setups):
+    return [subprocess.Popen(["bash", "-c", RUNNER_LIKE, "runner", d, str(i), str(s)], stdout=subprocess.PIPE, text=True)
+            for i, ((_, d), s) in enumerate(zip(hosts, setups))]
+
+
+@needs_sshd
+def test_processes_start_together_however_late_one_is_ready(sshd, tmp_path):
+    hosts = _hosts(tmp_path, sshd)
+    procs = _start(hosts, [0.2, 4.0])  # the second host's set-up takes 4 s (a slow JVM, thousands of consumers)
+    try:
+        at = coordinate_start(hosts, lambda: all(p.poll() is None for p in procs), deadline_s=60, lead_ms=1500,
+                              poll_s=1.0)
+        outs = [p.communicate(timeout=30)[0].strip() for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert outs == [str(at), str(at)]  # one start time, in both hosts' directories
+    ready = [int((tmp_path / "hosts" / h.name / "bench" / "barrier" / f"ready-{i}").read_text())
+             for i, (h, _) in enumerate(hosts)]
+    assert at >= max(ready) + 1500  # after the later process was ready, with the lead
+    assert at - max(ready) < 1500 + 3000  # and seen within a poll
+
+
+@needs_sshd
+def test_a_process_that_ends_before_it_is_ready_fails_the_start_at_once(sshd, tmp_path):
+    hosts = _hosts(tmp_path, sshd)
+    procs = _start(hosts, [0.2, 600])
+    procs[1].kill()  # the second host's runner dies during its set-up
+    procs[1].wait()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(util.TestbedError) as e:
+            coordinate_start(hosts, lambda: all(p.poll() is None for p in procs), deadline_s=60, poll_s=1.0)
+    finally:
+        for p in procs:
+            p.kill()
+    assert time.monotonic() - t0 < 15
+    assert "ended before every process was ready" in str(e.value) and hosts[1][0].name in str(e.value)
+    assert not (tmp_path / "hosts" / hosts[0][0].name / "bench" / "barrier" / "go").exists()
+
+
+@needs_sshd
+def test_a_host_never_ready_is_named_at_the_deadline(sshd, tmp_path):
+    hosts = _hosts(tmp_path, sshd)
+    procs = _start(hosts, [0.2, 600])
+    try:
+        with pytest.raises(util.TestbedError) as e:
+            coordinate_start(hosts, lambda: all(p.poll() is None for p in procs), deadline_s=3, poll_s=1.0)
+    finally:
+        for p in procs:
+            p.kill()
+    msg = str(e.value)
+    assert "\n" not in msg and hosts[1][0].name in msg and hosts[0][0].name not in msg and "not ready 3 s" in msg
