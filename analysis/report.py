@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from . import InputError, claims, stats as st
+from . import InputError, claims, coverage, stats as st
 from .labels import PUBLISHED_TESTBED_LABEL
 
 LAT_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")]
@@ -348,7 +348,7 @@ def study_facts(reference_csv) -> dict:
             "systems": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else "n/a"}
 
 
-def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=None) -> dict:
+def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=None, coverage_dir=None) -> dict:
     runs = d["runs"]
     pub = runs.filter(pl.col("source") == "published")
     loc = runs.filter(pl.col("source") == "local")
@@ -390,6 +390,7 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=Non
                     "fsync_p99_ms": round(facts["fsync_p99_ms"], 2) if "fsync_p99_ms" in facts else na},
         "derived": derived,
         **({"studies": study_facts(reference_csv)} if reference_csv is not None else {}),
+        **({"coverage": coverage.variables(coverage_dir)} if coverage_dir is not None else {}),
     }
 
 
@@ -401,6 +402,7 @@ def main(argv=None):
     ap.add_argument("--tables", type=Path, required=True)
     ap.add_argument("--variables", type=Path, required=True)
     ap.add_argument("--testbed", default="local")
+    ap.add_argument("--coverage", type=Path, default=None, help="the coverage registry (analysis/coverage): coverage.* keys")
     ap.add_argument("--bootstrap-resamples", type=int, default=st.BOOTSTRAP["n_boot"])
     ap.add_argument("--bootstrap-seed", type=int, default=st.BOOTSTRAP["seed"])
     ap.add_argument("--ci-level", type=float, default=st.BOOTSTRAP["level"])
@@ -411,12 +413,13 @@ def main(argv=None):
     try:
         d = load(a.derived, names=("runs", "windows", "stats", "probes"))
         tables, cl = build_tables(d, a.reference, a.study_tables)
+        variables_doc = variables(d, cl, tables, a.testbed, a.reference, a.coverage)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for tid, (cols, rows) in tables.items():
         write_table(a.tables, tid, cols, rows, MD_COLUMNS.get(tid))
-    write_text_atomic(a.variables, yaml.safe_dump(variables(d, cl, tables, a.testbed, a.reference), sort_keys=False, allow_unicode=True))
+    write_text_atomic(a.variables, yaml.safe_dump(variables_doc, sort_keys=False, allow_unicode=True))
     print(f"{len(tables)} tables; claims {cl.height}")
     return 0
 

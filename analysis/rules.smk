@@ -83,6 +83,7 @@ rule analysis_tables:
         validity="data/derived/validity.json",
         reference="data/reference/studies.csv",
         study_tables="analysis/published/study000-tables.csv",
+        coverage=sorted(_an_glob.glob("analysis/coverage/study-*.yaml")),
         code=AN_CODE,
     output:
         expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")),
@@ -95,7 +96,7 @@ rule analysis_tables:
     shell:
         "python -m analysis.report --derived data/derived --reference {input.reference}"
         " --study-tables {input.study_tables} --tables paper/tables --variables {output.variables}"
-        " --testbed {params.testbed} {params.opts} > {log} 2>&1"
+        " --testbed {params.testbed} --coverage analysis/coverage {params.opts} > {log} 2>&1"
 
 
 # one rule per figure: `snakemake paper/figures/<id>.svg` rebuilds exactly that figure
@@ -165,3 +166,45 @@ ALL_TARGETS.append("paper/_variables.yml")
 include: "study003.smk"
 include: "faults.smk"
 include: "study001.smk"
+
+
+# The coverage of the five studies (analysis/coverage.py): the registry analysis/coverage/study-*.yaml -> tables
+# coverage and coverage-counts. Its ids are checked against every AN_*FIGURES / AN_*TABLES list of the included rules
+# files (evaluated at job time, so a list defined after this rule counts too), and the rows it names against the
+# CSVs of those tables.
+AN_COVERAGE_TABLES = ["coverage", "coverage-counts"]
+AN_COVERAGE_REGISTRY = sorted(_an_glob.glob("analysis/coverage/study-*.yaml"))
+
+
+def _an_coverage_known(kind):
+    return sorted({i for k, v in list(globals().items()) if k.startswith("AN_") and k.endswith(kind)
+                   and isinstance(v, list) for i in v})
+
+
+def _an_coverage_row_tables(wildcards):
+    import re as _re
+    refs = set()
+    for f in AN_COVERAGE_REGISTRY:
+        refs |= set(_re.findall(r"tbl:([a-z0-9][a-z0-9-]*)#", open(f, encoding="utf-8").read()))
+    return [f"paper/tables/{t}.csv" for t in sorted(refs)]
+
+
+rule analysis_coverage:
+    """Every published figure, table and headline claim of the five studies -> what reproduces it, or why not."""
+    input:
+        registry=AN_COVERAGE_REGISTRY,
+        rows=_an_coverage_row_tables,
+        code=["analysis/coverage.py", "analysis/report.py", "analysis/__init__.py"],
+    output:
+        expand("paper/tables/{t}.{ext}", t=AN_COVERAGE_TABLES, ext=("csv", "md")),
+    params:
+        figures=lambda wc: " ".join(_an_coverage_known("FIGURES")),
+        tables=lambda wc: " ".join(_an_coverage_known("TABLES")),
+    log:
+        "logs/analysis/coverage.log",
+    shell:
+        "python -m analysis.coverage --registry analysis/coverage --tables paper/tables"
+        " --known-figures {params.figures} --known-tables {params.tables} > {log} 2>&1"
+
+
+ALL_TARGETS.extend(expand("paper/tables/{t}.{ext}", t=AN_COVERAGE_TABLES, ext=("csv", "md")))
