@@ -201,9 +201,13 @@ _TABLE_READS = _FIGURE_READS + ", analysis/published/study000-tables.csv"
 _STUDY003_READS = "data/raw/ (the study-003 workloads' result files), data/reference/studies.csv"
 # so does study 001 (analysis/study001.py), its study's workloads
 _STUDY001_READS = "data/raw/ (the study-001 workloads' result files), data/reference/studies.csv"
+# the coverage tables (analysis/coverage.py) read the registry alone
+_COVERAGE_READS = "analysis/coverage/*.yaml"
 
 
 def _own_reads(name: str) -> str | None:
+    if name.startswith("coverage"):
+        return _COVERAGE_READS
     return _STUDY003_READS if name.startswith("study003-") else _STUDY001_READS if name.startswith("study001-") else None
 
 
