@@ -1,6 +1,8 @@
 """python -m testbeds: the lab testbed and the multi-host path (see testbeds/README.md).
 
   lab up|down|status|exec       the lab of network-namespace hosts (testbeds/lab.py)
+  adopt --inventory F --out C   check a hand-written inventory of the user's own machines and write the working
+                                copy C the workflow reads (`--profile hosts`)
   ping   --inventory F          Ansible ping of every host
   prepare --inventory F         directories, limits, JDK, distributions, runner (Ansible role prepare)
   cluster up|verify|status|down --inventory F ...   a cluster on the server hosts (testbeds/cluster.py)
@@ -46,6 +48,10 @@ def main(argv=None) -> int:
     lab.add_argument("--inventory-out", type=Path, help="also copy the inventory here")
     lab.add_argument("rest", nargs="*", help="exec: -- CMD...")
 
+    p = sub.add_parser("adopt", help="check a hand-written inventory and write its working copy")
+    p.add_argument("--inventory", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+
     p = sub.add_parser("ping", help="reach every host with Ansible")
     p.add_argument("--inventory", required=True)
     p.add_argument("--log", type=Path, default=None)
@@ -82,6 +88,13 @@ def main(argv=None) -> int:
             else:
                 rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
                 return labm.exec_in_controller(a.id, rest, a.dir)
+            return 0
+        if a.cmd == "adopt":
+            from . import inventory
+            inv = inventory.load(a.inventory)
+            from .util import atomic_write_text
+            atomic_write_text(a.out, json.dumps(inventory.working_copy(inv), indent=1) + "\n")
+            _log(f"{a.inventory}: {len(inv.servers)} server and {len(inv.clients)} client host(s); working copy {a.out}")
             return 0
         if a.cmd == "ping":
             from . import remote

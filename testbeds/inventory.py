@@ -131,6 +131,17 @@ def _check_host_keys(h: dict, ssh: dict, where: str, path: Path) -> None:
                              " known_hosts file (never the user's ~/.ssh/known_hosts)")
 
 
+def _controller_paths(ssh: dict[str, Any], path: Path) -> dict[str, Any]:
+    """privateKey and knownHosts as the controller opens them: `~` expanded, a relative path taken from the
+    inventory file's directory (a hand-written inventory beside its key)."""
+    out = dict(ssh)
+    for k in ("privateKey", "knownHosts"):
+        if out.get(k):
+            p = Path(out[k]).expanduser()
+            out[k] = str(p if p.is_absolute() else (Path(path).resolve().parent / p))
+    return out
+
+
 def check(doc: Any, path: Path | str) -> Inventory:
     """Validate an inventory document; path is only used in messages (and kept on the result)."""
     path = Path(path)
@@ -146,20 +157,26 @@ def check(doc: Any, path: Path | str) -> Inventory:
         if h["name"] in seen:
             raise InventoryError(f"{where}.name: {h['name']!r} is also hosts[{seen[h['name']]}]")
         seen[h["name"]] = i
-        root = h["root"]
+        root = h.get("root") or "/"
         work = h.get("workDir") or posixpath.join(root, "opt/streambench")
         if not under(work, root):
             raise InventoryError(f"{where}.workDir: {work} is not under the host's root {root}")
-        for role, d in h["dataDirs"].items():
+        data_dirs = h.get("dataDirs")
+        if not data_dirs:
+            if "server" in h["roles"]:
+                raise InventoryError(f"{where}.dataDirs: missing (a server host needs at least its 'log' directory)")
+            data_dirs = {"log": posixpath.join(work, "data")}
+        for role, d in data_dirs.items():
             if not under(d, root):
                 raise InventoryError(f"{where}.dataDirs.{role}: {d} is not under the host's root {root}")
         ssh = {**defaults, **(h.get("ssh") or {})}
         for k in ("user", "privateKey"):
             if not ssh.get(k):
                 raise InventoryError(f"{where}.ssh.{k}: missing (neither the host nor the top-level ssh sets it)")
+        ssh = _controller_paths(ssh, path)
         _check_host_keys(h, ssh, where, path)
         hosts.append(Host(name=h["name"], roles=tuple(h["roles"]), address=h["address"], root=root,
-                          work_dir=posixpath.normpath(work), data_dirs=dict(h["dataDirs"]), ssh=ssh,
+                          work_dir=posixpath.normpath(work), data_dirs=dict(data_dirs), ssh=ssh,
                           ssh_address=h.get("publicAddress") or h["address"], facts=h.get("facts"), raw=h))
     inv = Inventory(path=path, doc=doc, hosts=tuple(hosts))
     for role, need in (("server", MIN_SERVERS), ("client", MIN_CLIENTS)):
@@ -167,6 +184,19 @@ def check(doc: Any, path: Path | str) -> Inventory:
         if have < need:
             raise InventoryError(f"{path}: hosts: {have} host(s) with role {role!r}, at least {need} needed")
     return inv
+
+
+def working_copy(inv: Inventory) -> dict[str, Any]:
+    """The document of a checked inventory as the workflow keeps it elsewhere (`python -m testbeds adopt`): the
+    controller's key and known_hosts paths absolute (they were relative to the original file), the original's
+    path recorded under provider.adoptedFrom; everything else as written."""
+    doc = json.loads(json.dumps(inv.doc))
+    doc["ssh"] = _controller_paths(doc["ssh"], inv.path)
+    for h in doc["hosts"]:
+        if h.get("ssh"):
+            h["ssh"] = _controller_paths(h["ssh"], inv.path)
+    doc["provider"] = {**(doc.get("provider") or {}), "adoptedFrom": str(Path(inv.path).resolve())}
+    return doc
 
 
 def load(path: Path | str) -> Inventory:

@@ -1,7 +1,10 @@
 # Snakemake rules of the testbeds stage (included by the root Snakefile before workloads/rules.smk).
 # With testbed `lab` (`--profile lab`): lab up -> prepare -> probes per server host -> the benchmark matrix
 # (workloads/rules.smk; its runs wait for TESTBED_READY and reach the hosts through `--inventory`) ->
-# lab down once every run is done. On any other testbed nothing here runs and TESTBED_READY is empty.
+# lab down once every run is done. With testbed `hosts` (`--profile hosts`, the user's own machines): the user's
+# inventory adopted (checked, a working copy) -> prepare -> probes -> the matrix; nothing is torn down.
+# On any other testbed nothing here runs and TESTBED_READY is empty. Paths below for the lab (data/runs/hosts/...
+# for hosts):
 #   data/runs/lab/testbed/inventory.json      the lab's inventory (a copy; removed by lab down)
 #   data/runs/lab/testbed/prepared.json       hosts prepared (removed by lab down)
 #   data/raw/lab/probes/<host>/*.json         probes per server host, each recording the inventory
@@ -14,8 +17,15 @@ TB_LAB = config["testbeds"]["lab"]
 TESTBED_READY = []          # every benchmark run waits for these (TESTBED_RUN_INPUTS below)
 TESTBED_ON_ERROR = []       # workloads/rules.smk's onerror calls these after stopping the cluster
 
-if TB_TESTBED == "lab":
-    TB_DIR = "data/runs/lab/testbed"
+TB_HOSTS = config["testbeds"].get("hosts") or {}
+if TB_TESTBED == "hosts" and not os.path.isfile(TB_HOSTS.get("inventory") or ""):
+    print(f"config testbeds.hosts.inventory: {TB_HOSTS.get('inventory') or '(not set)'}: no such file: --profile hosts "
+          "runs on the machines an inventory names (write one as docs/hosts.md shows; the profile reads my-hosts.json "
+          "at the repository root)", file=sys.stderr)
+    sys.exit(1)
+
+if TB_TESTBED in ("lab", "hosts"):
+    TB_DIR = f"data/runs/{TB_TESTBED}/testbed"
     TB_INVENTORY = f"{TB_DIR}/inventory.json"
     TB_PREPARED = f"{TB_DIR}/prepared.json"
     TB_PROBES = f"{TB_DIR}/probes.json"   # marker: the probes are in data/raw/lab/probes/<host>/
@@ -27,6 +37,7 @@ if TB_TESTBED == "lab":
     def TESTBED_RUN_ARGS(run):  # the Snakefile's hook: workloads/run.py reaches the hosts through the inventory
         return f"--inventory {TB_INVENTORY}"
 
+if TB_TESTBED == "lab":
     def _tb_lab_down():
         shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED}")
 
@@ -44,6 +55,42 @@ if TB_TESTBED == "lab":
             "python -m testbeds lab up --id {params.lab[id]} --servers {params.lab[servers]}"
             " --clients {params.lab[clients]} --subnet {params.lab[subnet]} --inventory-out {output} 2> {log}"
 
+    rule testbed_lab_down:
+        """The lab removed once every run is done and the probes are in."""
+        input:
+            runs=f"data/runs/{TB_TESTBED}/benchmarks.json",
+            probes=TB_PROBES,
+        output:
+            f"{TB_DIR}/down.json",
+        log:
+            f"logs/{TB_TESTBED}/testbed/lab-down.log",
+        params:
+            lab=TB_LAB,
+            inventory=TB_INVENTORY,
+            prepared=TB_PREPARED,
+        resources:
+            cluster=1,
+        shell:
+            "python -m testbeds lab down --id {params.lab[id]} 2> {log}"
+            " && rm -f {params.inventory} {params.prepared}"
+            " && echo '{{\"down\": true}}' > {output}"
+
+    ALL_TARGETS.append(f"{TB_DIR}/down.json")
+
+if TB_TESTBED == "hosts":
+    rule testbed_hosts_adopt:
+        """The user's inventory checked (one line naming the file and the field when it is wrong) and kept as the
+        working copy every later step reads; the machines stay as they are after the runs (nothing to tear down)."""
+        input:
+            TB_HOSTS["inventory"],
+        output:
+            TB_INVENTORY,
+        log:
+            f"logs/{TB_TESTBED}/testbed/adopt.log",
+        shell:
+            "python -m testbeds adopt --inventory {input} --out {output} 2> {log} || {{ cat {log} >&2; exit 1; }}"
+
+if TB_TESTBED in ("lab", "hosts"):
     rule testbed_prepare:
         """Every host prepared with Ansible: directories, limits, JDK, distributions and runner shipped."""
         input:
@@ -78,24 +125,4 @@ if TB_TESTBED == "lab":
             " && python -m testbeds probes --inventory {params.inventory} --out {params.out}"
             " --config {log}.config.json 2> {log} && cp {params.inventory} {output}"
 
-    rule testbed_lab_down:
-        """The lab removed once every run is done and the probes are in."""
-        input:
-            runs=f"data/runs/{TB_TESTBED}/benchmarks.json",
-            probes=TB_PROBES,
-        output:
-            f"{TB_DIR}/down.json",
-        log:
-            f"logs/{TB_TESTBED}/testbed/lab-down.log",
-        params:
-            lab=TB_LAB,
-            inventory=TB_INVENTORY,
-            prepared=TB_PREPARED,
-        resources:
-            cluster=1,
-        shell:
-            "python -m testbeds lab down --id {params.lab[id]} 2> {log}"
-            " && rm -f {params.inventory} {params.prepared}"
-            " && echo '{{\"down\": true}}' > {output}"
-
-    ALL_TARGETS.extend([TB_PROBES, f"{TB_DIR}/down.json"])
+    ALL_TARGETS.append(TB_PROBES)
