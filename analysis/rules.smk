@@ -165,3 +165,5 @@ ALL_TARGETS.append("paper/_variables.yml")
 include: "study003.smk"
 include: "faults.smk"
 include: "study001.smk"
+include: "study002.smk"
+include: "study004.smk"
