@@ -16,7 +16,7 @@ L2 and L2-bypass; any testbed under data/raw, labelled by analysis.labels) and t
   the study's own printed numbers and on every testbed, or saying what it needs ("needs aws scale: ...").
 Configurations: Pulsar with journal = L1 (journal fsynced before the ack, 3/3/2), Pulsar without journal = L2-bypass,
 Kafka (acks=all, page cache, no fsync) = L2; Pulsar L2 (journal kept, not fsynced) and Kafka L1 (flush every
-message) are run here too and are not in the study.
+message) are run here too and are not in the study ("here only").
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ MIB = 1024 * 1024  # OMB's "MB/s" (bytes / 2^20), the unit of the study's charts
 NO_JOURNAL, JOURNAL, KAFKA = "Pulsar, no journal", "Pulsar, journal", "Kafka"
 # (system, level folder) -> configuration; the first three are the study's
 CONFIG = {("pulsar", "L2-bypass"): NO_JOURNAL, ("pulsar", "L1"): JOURNAL, ("kafka", "L2"): KAFKA,
-          ("pulsar", "L2"): "Pulsar, journal not fsynced (not in the study)",
-          ("kafka", "L1"): "Kafka, flush every message (not in the study)"}
+          ("pulsar", "L2"): "Pulsar, journal, no fsync (here only)",
+          ("kafka", "L1"): "Kafka, flush (here only)"}
 CONFIG_ORDER = [NO_JOURNAL, JOURNAL, KAFKA, CONFIG[("pulsar", "L2")], CONFIG[("kafka", "L1")]]
 COLOR = {NO_JOURNAL: "#7570b3", JOURNAL: "#3f3a80", KAFKA: "#d95f02", CONFIG[("pulsar", "L2")]: "#a6a2d6",
          CONFIG[("kafka", "L1")]: "#8c3a00"}
@@ -317,7 +317,7 @@ def _empty(msg):
 
 
 def _color(names):
-    return alt.Color("configuration:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
+    return alt.Color("configuration:N", title=None, legend=alt.Legend(orient="bottom", columns=1),
                      scale=alt.Scale(domain=names, range=[COLOR.get(n, "#888888") for n in names]))
 
 
@@ -340,17 +340,19 @@ def fig_maxtput(rows, pub):
     names = [c for c in CONFIG_ORDER if c in {p["configuration"] for p in pts}]
     sources = sorted({p["source"] for p in pts}, key=lambda s: (not s.startswith("study"), s))
     chart = alt.Chart(alt.Data(values=pts)).mark_point(size=120, filled=True).encode(
-        y=alt.Y("configuration:N", sort=names, title=None),
+        y=alt.Y("configuration:N", sort=names, title=None, axis=alt.Axis(labelLimit=340)),
         x=alt.X("mibps:Q", scale=alt.Scale(type="log"), title="maximum publish throughput (MB/s, log scale)"),
         color=_color(names),
         shape=alt.Shape("source:N", title=None, sort=sources, legend=alt.Legend(orient="bottom", columns=1),
                         scale=alt.Scale(domain=sources, range=["square", "diamond", "triangle-up", "circle", "cross"][:len(sources)])),
-    ).properties(width=380, height=26 * max(len(names), 3))
+    ).properties(width=300, height=34 * max(len(names), 3))
     caption = ("Study 004 Figure 2 (E004-T1C1): maximum sustainable publish throughput on one partition with 4 producers "
                "and 1 consumer, per configuration. Squares: the study's printed values (AWS i3en.6xlarge; which of "
-               "700 and 580 MB/s belongs to Pulsar without journal is assumed, [ambig] in studies.md). Other marks: "
+               "700 and 580 MB/s belongs to Pulsar without journal is assumed, marked ambiguous in studies.md). Other marks: "
                "this testbed's rate-search results (the measured phase's achieved rate); a result at the search's "
-               "ceiling is a lower bound and is marked so. MB/s as OMB reports it (2^20 bytes); log x axis.")
+               "ceiling is a lower bound and is marked so. The configurations marked \"here only\" (Pulsar's journal kept "
+               "but not fsynced, L2; Kafka flushing every message, L1) are not in the study. MB/s as OMB reports it "
+               "(2^20 bytes); log x axis.")
     return chart, caption, ("Dot plot of maximum publish throughput in MB/s on a log axis, one row per configuration "
                             "(Pulsar without journal, Pulsar with journal, Kafka, and two configurations run only here), "
                             "squares for the study's printed values and other marks for this testbed's runs.")
