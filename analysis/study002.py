@@ -28,7 +28,7 @@ import altair as alt
 from . import InputError, cli, omb
 from .figures import save_chart
 from .labels import parse_raw_path
-from .report import write_table
+from .report import to_md, write_table, write_text_atomic
 
 FIGURE_IDS = ["study002-latency"]
 TABLE_IDS = ["study002-runs", "study002-claims"]
@@ -45,11 +45,34 @@ METRICS = {"publish_p99": "publish p99", "e2e_avg": "average end to end"}
 RUN_COLS = ["testbed", "system", "level", "mode", "partitions", "ran_with_partitions", "offered_msgps", "achieved_msgps",
             "publish_avg_ms", "publish_p50_ms", "publish_p99_ms", "publish_p99_9_ms", "publish_p99_99_ms",
             "publish_max_ms", "e2e_avg_ms", "e2e_p99_ms", "lost", "file"]
-MD_RUN_COLS = ["testbed", "system", "mode", "partitions", "ran_with_partitions", "offered_msgps", "achieved_msgps",
-               "publish_p50_ms", "publish_p99_ms", "publish_p99_9_ms", "publish_p99_99_ms", "e2e_avg_ms", "e2e_p99_ms",
-               "lost"]
+# the paper's tables: short headers of words that wrap, relative widths (header, key, width); the CSVs keep every column
+MD_RUN_COLUMNS = [("testbed", "testbed", 6), ("system", "system", 5), ("mode", "mode", 5),
+                  ("study's partitions", "partitions", 5), ("ran with partitions", "ran_with_partitions", 5),
+                  ("offered msg/s", "offered_msgps", 6), ("achieved msg/s", "achieved_msgps", 6),
+                  ("publish p50", "publish_p50_ms", 5), ("publish p99", "publish_p99_ms", 5),
+                  ("publish p99.9", "publish_p99_9_ms", 5), ("publish p99.99", "publish_p99_99_ms", 5),
+                  ("e2e avg", "e2e_avg_ms", 5), ("e2e p99", "e2e_p99_ms", 5), ("lost", "lost", 4)]
 CLAIM_COLS = ["claim_id", "headline", "comparison", "printed", "scale", "judged_at", "this_testbed", "verdict", "note"]
-MD_CLAIM_COLS = ["comparison", "scale", "this_testbed", "verdict"]
+MD_CLAIM_COLUMNS = [("comparison", "comparison", 14), ("scale", "scale", 6), ("this testbed", "this_testbed", 10),
+                    ("verdict", "verdict", 14)]
+
+
+def md_table(columns, rows: list[dict]) -> str:
+    """A pipe table with the given headers and relative widths (pandoc reads them from the dashes), cells as
+    report.to_md writes them."""
+    keys = [k for _, k, _ in columns]
+    lines = to_md(keys, rows).split("\n")
+    lines[0] = "| " + " | ".join(h for h, _, _ in columns) + " |"
+    lines[1] = "|" + "|".join("-" * (3 * w) for _, _, w in columns) + "|"
+    return "\n".join(lines)
+
+
+def write_tables(tables: Path, prefix: str, run_cols, run_md, runs_: list[dict], claim_md, claims_: list[dict]):
+    """<prefix>-runs and <prefix>-claims: every column in the CSV, the paper's columns in the .md."""
+    write_table(tables, f"{prefix}-runs", run_cols, runs_)
+    write_text_atomic(tables / f"{prefix}-runs.md", md_table(run_md, runs_))
+    write_table(tables, f"{prefix}-claims", CLAIM_COLS, claims_)
+    write_text_atomic(tables / f"{prefix}-claims.md", md_table(claim_md, claims_))
 SERIES_COLOR = {"Pulsar": "#7570b3", "Kafka": "#d95f02"}
 
 
@@ -215,11 +238,13 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     out = _claim_rows(STUDY_SCALE, STUDY_TESTBED, printed,
                       lambda s, m: "tests " + ", ".join(str(p["test"]) for p in pub if (p["system"], p["mode"]) == (s, m)
                                                           and p["metric"] == "publish_p99") + " of §002.4")
-    for tb in sorted({r["testbed"] for r in rows}):
-        at = [r for r in rows if r["testbed"] == tb]
+    for tb in sorted({r["testbed"].removesuffix(" (suspect)") for r in rows}):
+        at = [r for r in rows if r["testbed"].removesuffix(" (suspect)") == tb]  # suspect runs judged with the rest
         rates = sorted({r["offered_msgps"] for r in at if r["offered_msgps"]})
+        suspect = sum(1 for r in at if r["testbed"].endswith(" (suspect)"))
         judged = (f"{tb}: " + ", ".join(f"{r}" for r in sorted({r['ran_with_partitions'] for r in at}))
-                  + " partition(s) at " + (", ".join(f"{x:,.0f}" for x in rates) or "?") + " msg/s")
+                  + " partition(s) at " + (", ".join(f"{x:,.0f}" for x in rates) or "?") + " msg/s"
+                  + (f"; {suspect} suspect run(s) included" if suspect else ""))
 
         def measured(system, mode, metric, at=at):
             col = "publish_p99_ms" if metric == "publish_p99" else "e2e_avg_ms"
@@ -323,8 +348,7 @@ def main(argv=None):
         rows = runs(a.raw, a.suspect)
         pub = published(a.reference)
         if a.tables is not None:
-            write_table(a.tables, "study002-runs", RUN_COLS, rows, MD_RUN_COLS)
-            write_table(a.tables, "study002-claims", CLAIM_COLS, claims(rows, pub), MD_CLAIM_COLS)
+            write_tables(a.tables, "study002", RUN_COLS, MD_RUN_COLUMNS, rows, MD_CLAIM_COLUMNS, claims(rows, pub))
         if a.figures is not None:
             chart, caption, alt_text = figure(rows, pub)
             save_chart(chart, "study002-latency", caption, alt_text, a.figures, a.png_scale)

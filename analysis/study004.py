@@ -29,8 +29,7 @@ import altair as alt
 
 from . import InputError, cli
 from .figures import save_chart
-from .report import write_table
-from .study002 import load_runs
+from .study002 import load_runs, write_tables
 
 FIGURE_IDS = ["study004-maxtput", "study004-latency"]
 TABLE_IDS = ["study004-runs", "study004-claims"]
@@ -60,11 +59,15 @@ RUN_COLS = ["testbed", "experiment", "configuration", "system", "level", "partit
             "offered_msgps", "achieved_msgps", "achieved_mibps", "ceiling_reached", "publish_p50_ms", "publish_p99_ms",
             "publish_p99_9_ms", "publish_p99_99_ms", "publish_max_ms", "publish_samples", "drain_msgps",
             "chase_time_s", "lost", "file"]
-MD_RUN_COLS = ["testbed", "experiment", "configuration", "ran_with_partitions", "offered_msgps", "achieved_mibps",
-               "ceiling_reached", "publish_p50_ms", "publish_p99_ms", "publish_p99_9_ms", "publish_p99_99_ms",
-               "publish_max_ms", "drain_msgps", "lost"]
-CLAIM_COLS = ["claim_id", "headline", "comparison", "printed", "scale", "judged_at", "this_testbed", "verdict", "note"]
-MD_CLAIM_COLS = ["headline", "comparison", "scale", "this_testbed", "verdict"]
+# the paper's tables (header, key, relative width); the CSVs keep every column
+MD_RUN_COLUMNS = [("testbed", "testbed", 6), ("experiment", "experiment", 8), ("configuration", "configuration", 10),
+                  ("ran with partitions", "ran_with_partitions", 5), ("offered msg/s", "offered_msgps", 6),
+                  ("achieved MB/s", "achieved_mibps", 6), ("at ceiling", "ceiling_reached", 5),
+                  ("publish p50", "publish_p50_ms", 5), ("publish p99", "publish_p99_ms", 5),
+                  ("publish p99.9", "publish_p99_9_ms", 5), ("publish p99.99", "publish_p99_99_ms", 5),
+                  ("publish max", "publish_max_ms", 5), ("drain msg/s", "drain_msgps", 6), ("lost", "lost", 4)]
+MD_CLAIM_COLUMNS = [("headline", "headline", 8), ("comparison", "comparison", 14), ("scale", "scale", 6),
+                    ("this testbed", "this_testbed", 9), ("verdict", "verdict", 14)]
 
 
 # ---------------------------------------------------------------- runs
@@ -159,9 +162,14 @@ def _median(vals):
     return vals[len(vals) // 2] if vals else None
 
 
+def base_testbed(testbed: str) -> str:
+    """'local (suspect)' -> 'local': a suspect run is judged with its testbed's others (and says so)."""
+    return testbed.removesuffix(" (suspect)")
+
+
 def _pick(rows, testbed, experiment, configuration):
-    """The runs of one configuration on one testbed (all repetitions)."""
-    return [r for r in rows if r["testbed"] == testbed and r["experiment"] == experiment
+    """The runs of one configuration on one testbed (all repetitions, suspect ones included)."""
+    return [r for r in rows if base_testbed(r["testbed"]) == testbed and r["experiment"] == experiment
             and r["configuration"] == configuration]
 
 
@@ -174,7 +182,8 @@ def _missing(testbed: str, experiment: str, what: str) -> str:
 def _shape(rs: list[dict]) -> str:
     r = rs[0]
     rate = "rate search" if r["offered_msgps"] is None else f"{r['offered_msgps']:,.0f} msg/s"
-    return f"{r['ran_with_partitions']} partition(s), {rate}"
+    suspect = sum(1 for x in rs if x["testbed"].endswith(" (suspect)"))
+    return f"{r['ran_with_partitions']} partition(s), {rate}" + (f"; {suspect} suspect run(s) included" if suspect else "")
 
 
 HEADLINES = {
@@ -228,7 +237,7 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     out.append(row("004-H5", s, STUDY_TESTBED, None, "not re-derivable: the chase times are in Figure 5b only "
                    "(studies.md transcribes none)"))
 
-    testbeds = sorted({r["testbed"] for r in rows})
+    testbeds = sorted({base_testbed(r["testbed"]) for r in rows})
     if not testbeds:
         for cid, exp in (("004-H1", "E004-T1C1"), ("004-H2", "E004-T2"), ("004-H3", "E004-T3"),
                          ("004-H4", "E004-T1C2"), ("004-H5", "E004-T3")):
@@ -254,7 +263,7 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
         shown = f"{va * mb:.1f} / {vb * mb:.1f} MB/s = {ratio:.2f}x" + (" (ceiling reached)" if bound else "")
         v = ("not separable at this scale: both systems reached the rate search's ceiling" if bound == "both"
              else ratio_verdict(ratio, 2.5, bound=bound))
-        out.append(row("004-H1", tb, f"{tb}: {_shape(a)}", shown, v, f"{len(a)} + {len(b)} run(s)"))
+        out.append(row("004-H1", tb, f"{tb}: {_shape(a + b)}", shown, v, f"{len(a)} + {len(b)} run(s)"))
     else:
         out.append(row("004-H1", tb, "", None, _missing(tb, "E004-T1C1", f"{NO_JOURNAL} and {KAFKA}")))
     # H2: P99.99 of publish latency at the fixed rate
@@ -263,7 +272,7 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
         n = min((r["publish_samples"] or 0) for r in a + b)
         pa, pb = _median(r["publish_p99_99_ms"] for r in a), _median(r["publish_p99_99_ms"] for r in b)
         if n < MIN_P9999_SAMPLES or not pa or not pb:
-            out.append(row("004-H2", tb, f"{tb}: {_shape(a)}", None,
+            out.append(row("004-H2", tb, f"{tb}: {_shape(a + b)}", None,
                            f"not measured at this scale: {n:,} publish samples in a run, fewer than the "
                            f"{MIN_P9999_SAMPLES:,} a P99.99 needs"))
         else:
@@ -272,7 +281,7 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
             v = ratio_verdict(ratio, 100)
             if pa >= 10 and v.startswith("holds"):
                 v = f"differs: Pulsar's P99.99 is not single-digit ({pa:.1f} ms)"
-            out.append(row("004-H2", tb, f"{tb}: {_shape(a)} (the study: 100 partitions at 500 000 msg/s)", shown, v,
+            out.append(row("004-H2", tb, f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)", shown, v,
                            f"{n:,} samples in the smallest run"))
     else:
         out.append(row("004-H2", tb, "", None, _missing(tb, "E004-T2", f"{NO_JOURNAL} and {KAFKA}")))
@@ -282,13 +291,13 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
     kaf = _pick(rows, tb, "E004-T3", KAFKA)
     ra, rb = _median(r["drain_msgps"] for r in pul), _median(r["drain_msgps"] for r in kaf)
     if ra and rb:
-        out.append(row("004-H3", tb, f"{tb}: {_shape(pul)}, {pul[0]['configuration']}",
+        out.append(row("004-H3", tb, f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
                        f"{ra:,.0f} / {rb:,.0f} msg/s = {ra / rb:.2f}x", ratio_verdict(ra / rb, 1.5)))
     else:
         out.append(row("004-H3", tb, "", None, _missing(tb, "E004-T3", "Pulsar and Kafka with a drain rate")))
     ta, tb_ = _median(r["chase_time_s"] for r in pul), _median(r["chase_time_s"] for r in kaf)
     if ta and tb_:
-        out.append(row("004-H5", tb, f"{tb}: {_shape(pul)}, {pul[0]['configuration']}",
+        out.append(row("004-H5", tb, f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
                        f"{tb_:.1f} s / {ta:.1f} s = {tb_ / ta:.2f}x", ratio_verdict(tb_ / ta, 2.5, approx=True)))
     else:
         out.append(row("004-H5", tb, "", None, _missing(tb, "E004-T3", "Pulsar and Kafka with a chase time")))
@@ -304,7 +313,7 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
         else:
             v = "holds" if less >= 0.32 - 0.005 else (f"differs: {less:.1%} less" if less > 0 else
                                                       f"differs: opposite direction ({-less:.1%} more)")
-        out.append(row("004-H4", tb, f"{tb}: {_shape(a)}", shown, v))
+        out.append(row("004-H4", tb, f"{tb}: {_shape(a + b)}", shown, v))
     else:
         out.append(row("004-H4", tb, "", None, _missing(tb, "E004-T1C2", f"{NO_JOURNAL} and {KAFKA}")))
     return sorted(out, key=lambda r: r["claim_id"])
@@ -352,7 +361,7 @@ def fig_maxtput(rows, pub):
                "this testbed's rate-search results (the measured phase's achieved rate); a result at the search's "
                "ceiling is a lower bound and is marked so. The configurations marked \"here only\" (Pulsar's journal kept "
                "but not fsynced, L2; Kafka flushing every message, L1) are not in the study. MB/s as OMB reports it "
-               "(2^20 bytes); log x axis.")
+               "(1 MB = 1 048 576 bytes); log x axis.")
     return chart, caption, ("Dot plot of maximum publish throughput in MB/s on a log axis, one row per configuration "
                             "(Pulsar without journal, Pulsar with journal, Kafka, and two configurations run only here), "
                             "squares for the study's printed values and other marks for this testbed's runs.")
@@ -426,8 +435,7 @@ def main(argv=None):
         rows = runs(a.raw, a.suspect)
         pub = published(a.reference)
         if a.tables is not None:
-            write_table(a.tables, "study004-runs", RUN_COLS, rows, MD_RUN_COLS)
-            write_table(a.tables, "study004-claims", CLAIM_COLS, claims(rows, pub), MD_CLAIM_COLS)
+            write_tables(a.tables, "study004", RUN_COLS, MD_RUN_COLUMNS, rows, MD_CLAIM_COLUMNS, claims(rows, pub))
         if a.figures is not None:
             for fid, build in BUILDERS.items():
                 chart, caption, alt_text = build(rows, pub)
