@@ -109,8 +109,40 @@ _WL = re.compile(r"^(?P<topics>\d+)-topics?-(?P<partitions>\d+)-partitions?-(?P<
 _LEVEL_LOCAL = {"L1": ("sync", 2), "L2": ("async", 2), "L3": ("sync", 1), "L4": ("async", 1)}
 
 
+# experiments of studies 002 and 004 (workloads/experiments.yaml) -> their study
+OTHER_STUDIES = {"E002-LAT": "002", "E004-T1C1": "004", "E004-T1C2": "004", "E004-T2": "004", "E004-T3": "004"}
+
+
+def _study_002_004(w: dict) -> str | None:
+    """E002-LAT / E004-* from a workload shape (the workloads/omb files experiments.yaml names), else None.
+    Study 002: 1 topic of 1, 6 or 16 partitions, 100 B, 1 producer, 1 consumer, 50K msg/s, no other tag (study 001's
+    100-B workloads carry keyed/nokey). Study 004: 1 KB, 4 producers; 1 partition / 1 consumer at the maximum rate
+    (T1C1), or 100 partitions / 4 consumers at 2000K (T1C2), 500K (T2) or 200K with a backlog (T3)."""
+    if w.get("topics") != 1 or w.get("subscriptions") != 1:
+        return None
+    p, prod, cons, rate = w["partitions"], w["producers_per_topic"], w["consumers_per_subscription"], w.get("producer_rate_msgps")
+    if (w.get("message_size_bytes") == 100 and p in (1, 6, 16) and prod == cons == 1 and rate == 50000
+            and not w.get("max_rate") and w.get("tags") == "-50k"):
+        return "E002-LAT"
+    if w.get("message_size_bytes") != 1024 or prod != 4:
+        return None
+    if w.get("max_rate") and p == 1 and cons == 1:
+        return "E004-T1C1"
+    if p != 100 or cons != 4 or w.get("max_rate"):
+        return None
+    if w.get("kind") == "backlog" and w.get("tags") == "-200k-backlog":
+        return "E004-T3"
+    if w.get("kind") is None and w.get("tags") in ("-2000k", "-500k"):
+        return "E004-T1C2" if w["tags"] == "-2000k" else "E004-T2"
+    return None
+
+
 def experiment_of(w: dict) -> str:
-    """Study 000 experiment id of a workload shape (from its file name), or 'other' (other studies' shapes)."""
+    """Experiment id of a workload shape (from its file name): study 000's, E002-LAT or E004-*, else 'other'
+    (the shapes of studies 001 and 003, which their own modules read)."""
+    mine = _study_002_004(w)
+    if mine:
+        return mine
     if w.get("message_size_bytes") != 1024 or w.get("topics") != 1:
         return "other"
     p, prod, cons = w["partitions"], w["producers_per_topic"], w["consumers_per_subscription"]
@@ -149,7 +181,7 @@ def parse_workload_id(name: str) -> dict:
     out = {"topics": int(g["topics"]), "partitions": int(g["partitions"]),
            "message_size_bytes": int(g["size"]) * (1024 if g["unit"] == "kb" else 1),
            "producers_per_topic": int(g["p"]), "consumers_per_subscription": int(g["c"]),
-           "max_rate": rest.endswith("-max"), "subscriptions": 1, "kind": None}
+           "max_rate": rest.endswith("-max"), "subscriptions": 1, "kind": None, "tags": rest}
     sm = re.search(r"-(\d+)sub\b", rest)
     if sm:
         out["subscriptions"] = int(sm.group(1))
@@ -183,7 +215,7 @@ def parse_raw_path(rel: str) -> dict:
            "testbed_label": g["testbed"], "repetition": int(g["rep"]), "workload_file": g["workload"]}
     w = parse_workload_id(g["workload"])
     if w:
-        out.update({k: v for k, v in w.items() if k not in ("max_rate", "kind")})
+        out.update({k: v for k, v in w.items() if k not in ("max_rate", "kind", "tags")})
         out["experiment"] = experiment_of(w)
         if w.get("kind") == "backlog":
             out["backlog_gb"] = 512.0
@@ -191,4 +223,6 @@ def parse_raw_path(rel: str) -> dict:
         out["experiment"] = "other"
     if out["experiment"] == "other":
         out["study"] = "other"
+    elif out["experiment"] in OTHER_STUDIES:
+        out["study"] = OTHER_STUDIES[out["experiment"]]
     return out

@@ -166,6 +166,8 @@ ALL_TARGETS.append("paper/_variables.yml")
 include: "study003.smk"
 include: "faults.smk"
 include: "study001.smk"
+include: "study002.smk"
+include: "study004.smk"
 
 
 # The coverage of the five studies (analysis/coverage.py): the registry analysis/coverage/study-*.yaml -> tables

@@ -26,6 +26,11 @@ FIGURE_IDS = [
     "study003-connection-time",
     "study003-p99",
     "study003-histogram",
+    # study 002 (paper/sections/study-002.qmd, analysis/study002.py)
+    "study002-latency",
+    # study 004 (paper/sections/study-004.qmd, analysis/study004.py)
+    "study004-maxtput",
+    "study004-latency",
     # the fault study (paper/sections/faults.qmd, analysis/faults.py)
     "faults-lost",
 ]
@@ -51,6 +56,12 @@ TABLE_IDS = [
     # study 003 (paper/sections/study-003.qmd, analysis/study003.py)
     "study003-fanout",
     "study003-claims",
+    # study 002 (paper/sections/study-002.qmd, analysis/study002.py)
+    "study002-runs",
+    "study002-claims",
+    # study 004 (paper/sections/study-004.qmd, analysis/study004.py)
+    "study004-runs",
+    "study004-claims",
     # the fault study (paper/sections/faults.qmd, analysis/faults.py)
     "faults",
     "faults-claims",

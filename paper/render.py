@@ -205,10 +205,16 @@ _STUDY001_READS = "data/raw/ (the study-001 workloads' result files), data/refer
 _COVERAGE_READS = "analysis/coverage/*.yaml"
 
 
+# and studies 002 and 004 (analysis/study002.py, study004.py), their experiments' result files
+_STUDY_READS = {"study001-": _STUDY001_READS, "study003-": _STUDY003_READS,
+                "study002-": "data/raw/ (the E002-LAT result files), data/reference/studies.csv",
+                "study004-": "data/raw/ (the E004-* result files), data/reference/studies.csv"}
+
+
 def _own_reads(name: str) -> str | None:
     if name.startswith("coverage"):
         return _COVERAGE_READS
-    return _STUDY003_READS if name.startswith("study003-") else _STUDY001_READS if name.startswith("study001-") else None
+    return next((reads for prefix, reads in _STUDY_READS.items() if name.startswith(prefix)), None)
 
 
 def reviewer_rows() -> list[tuple[str, str, str]]:

@@ -83,7 +83,9 @@ def test_raw_path():
     ("1-topic-1-partition-1kb-1p-1c-max", "E000-MT4", dict(partitions=1)),
     ("1-topic-100-partitions-1kb-2p-2c-200k-backlog", "E000-CU", dict(backlog_gb=512.0)),
     ("1-topic-100-partitions-1kb-2p-2c-200k-mixed", "E000-MIX", {}),
-    ("1-topic-100-partitions-1kb-4p-4c-500k", "other", {}),
+    ("1-topic-100-partitions-1kb-4p-4c-500k", "E004-T2", dict(partitions=100, producers_per_topic=4, study="004")),
+    ("1-topic-1-partition-1kb-4p-1c-max", "E004-T1C1", dict(partitions=1, consumers_per_subscription=1, study="004")),
+    ("1-topic-6-partitions-100b-1p-1c-50k", "E002-LAT", dict(partitions=6, message_size_bytes=100, study="002")),
     ("1-topic-1-partition-100b-1p-1c-keyed-10k--rate-50000", "other", dict(producer_rate_msgps=50000, message_size_bytes=100)),
     ("not-a-workload-name", "other", {}),
 ])

@@ -6,7 +6,11 @@ Tables made here (the other tables keep conftest's one-row stand-ins):
 - study001-runs, study001-claims (analysis.study001): a run of every study-001 series the local profile runs,
   every variant label (batch-128k-1ms, batch-1m-10ms, no-batch, none), both message sizes, 1 and 16
   partitions, keyed and NO_KEY, a fixed-rate point and a max-rate point, a suspect run (the longest testbed label);
-- study003-fanout, study003-claims (analysis.study003): the local ladder on both systems and both layouts.
+- study003-fanout, study003-claims (analysis.study003): the local ladder on both systems and both layouts;
+- study002-runs, study002-claims (analysis.study002): E002-LAT on one partition, both systems, flush and no flush,
+  a suspect run;
+- study004-runs, study004-claims (analysis.study004): E004-T1C1 (rate search, one at its ceiling) and E004-T2 in every
+  configuration the local profile runs, a suspect run.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis import study001, study003
+from analysis import study001, study002, study003, study004
 from analysis.report import write_table
 from analysis.tests import fixtures
 from analysis.tests.paths import REFERENCE
@@ -52,6 +56,26 @@ def _fanout_result(consumers: int, connected: int) -> dict:
         "audit": {"lost": 0}}}
 
 
+# (system, level directory) of the study-002 and study-004 configurations the local profile runs
+STUDY002_LEVELS = [("pulsar", "L1+stock"), ("pulsar", "L2+stock"), ("kafka", "L1+stock"), ("kafka", "L2+stock")]
+STUDY004_LEVELS = [("pulsar", "L1+stock"), ("pulsar", "L2+stock"), ("pulsar", "L2-bypass+stock"), ("kafka", "L1+stock"),
+                   ("kafka", "L2+stock")]
+
+
+def _latency_result(n: int, suspect: bool, partitions: int, target: float | None, ceiling: bool = False) -> dict:
+    """A runner result with wide numbers: four-digit latencies, 20 000 samples (enough for a P99.99)."""
+    d = fixtures.streambench(publish_us=[1_234_567 + 1000 * n] * 19_990 + [9_876_543] * 10,
+                             e2e_us=[2_345_678 + 1000 * n] * 200)
+    d["partitions"] = partitions
+    d["x-streambench"]["producerRate"] = {"target": target, "achieved": 48_828.1 - n}
+    if target is None:
+        d["x-streambench"]["rateDiscovery"] = {"settledRate": 48_828.1 - n, "ceilingReached": ceiling, "steps": []}
+    d["x-streambench"]["audit"]["lost"] = 12345
+    if suspect:
+        d["x-streambench"]["testbedHost"] = {"validity": {"status": "suspect", "reasons": ["load"]}}
+    return d
+
+
 def write_local_raw(raw: Path) -> None:
     n = 0
     for system, level_dir in STUDY001_SERIES:
@@ -61,6 +85,17 @@ def write_local_raw(raw: Path) -> None:
             n += 1
             fixtures.write(raw / "local" / system / level_dir / wid / "rep-1.json",
                            _study001_result(n, suspect=(n == 1)))
+    for system, level_dir in STUDY002_LEVELS:
+        n += 1
+        fixtures.write(raw / "local" / system / level_dir / "1-topic-1-partition-100b-1p-1c-50k" / "rep-1.json",
+                       _latency_result(n, suspect=(system, level_dir) == ("kafka", "L1+stock"), partitions=1,
+                                       target=1000.0))
+    for system, level_dir in STUDY004_LEVELS:
+        n += 1
+        fixtures.write(raw / "local" / system / level_dir / "1-topic-1-partition-1kb-4p-1c-max" / "rep-1.json",
+                       _latency_result(n, suspect=False, partitions=1, target=None, ceiling=system == "pulsar"))
+        fixtures.write(raw / "local" / system / level_dir / "1-topic-100-partitions-1kb-4p-4c-500k" / "rep-1.json",
+                       _latency_result(n, suspect=level_dir.startswith("L2-bypass"), partitions=16, target=5000.0))
     for study_n, consumers in FANOUT_LADDER.items():
         k = study_n // 1000
         for system, layout in (("pulsar", f"1c-{k}ksub"), ("kafka", f"1c-{k}ksub"), ("pulsar", f"{k}kc-shared")):
@@ -78,6 +113,8 @@ def write_local_tables(raw: Path, tables: Path) -> None:
     rows = sorted(ours, key=lambda r: (r["system"], r["layout"], r["consumers"])) + pub
     write_table(tables, "study003-fanout", study003.TABLE_COLS, rows, study003.MD_COLS)
     write_table(tables, "study003-claims", study003.CLAIM_COLS, study003.claims(pub, ours), study003.MD_CLAIM_COLS)
+    for module in (study002, study004):
+        assert module.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tables)]) == 0
 
 
 def make_local_paper(dest: Path) -> Path:

@@ -79,6 +79,13 @@ def test_pandoc_render_of_the_local_scale_fixture(tmp_path):
         assert label in runs_md, label
     assert runs_md.count("\n") == 2 + len(STUDY001_SERIES) * 2  # header, rule, one row per run
     assert "local (suspect)" in runs_md
+    from analysis import study004
+    s002, s004 = ((paper / "tables" / f"{t}.md").read_text() for t in ("study002-runs", "study004-runs"))
+    assert s002.count("\n") == 2 + 4 and "local (suspect)" in s002  # both systems, flush and no flush
+    for cfg in study004.CONFIG.values():  # every study-004 configuration the local profile runs, both experiments
+        assert s004.count(f"| {cfg} |") == 2, cfg
+    assert "needs aws scale: partition sweep" in (paper / "tables" / "study002-claims.md").read_text()
+    assert "needs aws scale: E004-T3" in (paper / "tables" / "study004-claims.md").read_text()
     outs = render.render(paper, renderer="pandoc", durability=ROOT / "systems" / "durability.yaml")
     check_outputs(outs, tmp_path)
     problems = checks.check_pdf(outs["pdf"], None, paper)

@@ -1,0 +1,359 @@
+"""Study 002 (Kafkaesque 2019, Pulsar 2.4.0 vs Kafka 2.3.0): latency at 50K msg/s of 100 B on 1, 6 and 16 partitions.
+
+python -m analysis.study002 --raw data/raw --reference data/reference/studies.csv --tables paper/tables \
+    --figures paper/figures [--png-scale 2] [--suspect mark|exclude]
+
+Reads this project's E002-LAT runs (workloads/omb/1-topic-{1,6,16}-partition(s)-100b-1p-1c-50k, stock tuning, levels
+L1 = "flush" and L2 = "no flush"; any testbed under data/raw, labelled by analysis.labels) and the study's printed
+numbers (data/reference/studies.csv, study 002: publish p99 and average end-to-end latency of its 12 tests, from its
+result tables, §002.4 of studies.md), and writes
+- paper/figures/study002-latency.{svg,png,pdf,json}: publish p99 and average end-to-end latency against partitions,
+  one panel per metric and durability, the study's printed values as lines (the numbers behind its two comparison
+  charts, "Average end-to-end latency, 6-partition, no flushing" and "99th percentile publishing latency,
+  6-partition, flushing", are the 6-partition points of two of the panels) and this testbed's runs as points;
+- paper/tables/study002-runs.{csv,md}: one row per run (the CSV names each run's file);
+- paper/tables/study002-claims.{csv,md}: the study's main claim, Pulsar's latency falls as partitions increase while
+  Kafka's rises, one row per system, durability and metric, judged on the study's own printed numbers and on every
+  testbed that measured more than one partition count; a testbed with one count says what it would need.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import altair as alt
+
+from . import InputError, cli, omb
+from .figures import save_chart
+from .labels import parse_raw_path
+from .report import to_md, write_table, write_text_atomic
+
+FIGURE_IDS = ["study002-latency"]
+TABLE_IDS = ["study002-runs", "study002-claims"]
+EXPERIMENTS = ("E002-LAT",)
+STUDY_SCALE = "study 002 (as printed)"
+STUDY_TESTBED = "AWS i3.4xlarge x 3, 50 000 msg/s, 15 min"
+# the study's durability modes (its §002.2) as this project's levels: flush = fsync before the ack (L1), no flush = L2
+MODE_OF_LEVEL = {"L1": "flush", "L2": "no flush"}
+LEVEL_OF_MODE = {"flush": "L1", "noflush": "L2"}
+SYSTEM_NAME = {"pulsar": "Pulsar", "kafka": "Kafka"}
+# the claim (§002.4, qualitative findings): direction of latency as partitions increase, per system
+DIRECTION = {"pulsar": "falls", "kafka": "rises"}
+METRICS = {"publish_p99": "publish p99", "e2e_avg": "average end to end"}
+RUN_COLS = ["testbed", "system", "level", "mode", "partitions", "ran_with_partitions", "offered_msgps", "achieved_msgps",
+            "publish_avg_ms", "publish_p50_ms", "publish_p99_ms", "publish_p99_9_ms", "publish_p99_99_ms",
+            "publish_max_ms", "e2e_avg_ms", "e2e_p99_ms", "lost", "file"]
+# the paper's tables: short headers of words that wrap, relative widths (header, key, width); the CSVs keep every column
+MD_RUN_COLUMNS = [("testbed", "testbed", 6), ("system", "system", 5), ("mode", "mode", 5),
+                  ("study's partitions", "partitions", 5), ("ran with partitions", "ran_with_partitions", 5),
+                  ("offered msg/s", "offered_msgps", 6), ("achieved msg/s", "achieved_msgps", 6),
+                  ("publish p50", "publish_p50_ms", 5), ("publish p99", "publish_p99_ms", 5),
+                  ("publish p99.9", "publish_p99_9_ms", 5), ("publish p99.99", "publish_p99_99_ms", 5),
+                  ("e2e avg", "e2e_avg_ms", 5), ("e2e p99", "e2e_p99_ms", 5), ("lost", "lost", 4)]
+CLAIM_COLS = ["claim_id", "headline", "comparison", "printed", "scale", "judged_at", "this_testbed", "verdict", "note"]
+MD_CLAIM_COLUMNS = [("comparison", "comparison", 14), ("scale", "scale", 6), ("this testbed", "this_testbed", 10),
+                    ("verdict", "verdict", 14)]
+
+
+def md_table(columns, rows: list[dict]) -> str:
+    """A pipe table with the given headers and relative widths (pandoc reads them from the dashes), cells as
+    report.to_md writes them."""
+    keys = [k for _, k, _ in columns]
+    lines = to_md(keys, rows).split("\n")
+    lines[0] = "| " + " | ".join(h for h, _, _ in columns) + " |"
+    lines[1] = "|" + "|".join("-" * (3 * w) for _, _, w in columns) + "|"
+    return "\n".join(lines)
+
+
+def write_tables(tables: Path, prefix: str, run_cols, run_md, runs_: list[dict], claim_md, claims_: list[dict]):
+    """<prefix>-runs and <prefix>-claims: every column in the CSV, the paper's columns in the .md."""
+    write_table(tables, f"{prefix}-runs", run_cols, runs_)
+    write_text_atomic(tables / f"{prefix}-runs.md", md_table(run_md, runs_))
+    write_table(tables, f"{prefix}-claims", CLAIM_COLS, claims_)
+    write_text_atomic(tables / f"{prefix}-claims.md", md_table(claim_md, claims_))
+SERIES_COLOR = {"Pulsar": "#7570b3", "Kafka": "#d95f02"}
+
+
+# ---------------------------------------------------------------- this project's runs (shared with study004)
+
+def level_dir(lab: dict) -> str:
+    """L1, L2, L2-bypass: the level folder's name without its tuning."""
+    return lab["level"] + ("-bypass" if lab["local_durability"] == "bypass" else "")
+
+
+def _pct(o: dict, metric: str, p: float, key: str):
+    """A percentile in ms from the run's merged HdrHistogram (µs), else OMB's aggregated value (None if absent)."""
+    h = o["histograms"].get(metric)
+    if h is not None and h.total:
+        return h.value_at_percentile(p) / 1000.0
+    v = o["agg"].get((metric, key))
+    return v if v else None
+
+
+def _avg(o: dict, metric: str):
+    h = o["histograms"].get(metric)
+    if h is not None and h.total:
+        return h.mean() / 1000.0
+    v = o["agg"].get((metric, "Avg"))
+    return v if v else None
+
+
+def load_runs(raw: Path, experiments, suspect: str = "mark") -> list[dict]:
+    """One dict per stock-tuned result file under raw/<testbed>/<system>/<level>[+stock]/<workload>/rep-<n>.json whose
+    experiment (analysis.labels, from the path) is one of `experiments`: the labels, the rates, the percentiles
+    (publish and end to end, ms) and the runner's extension blocks. A suspect run's testbed reads
+    '<testbed> (suspect)' (suspect="mark") or the run is left out ("exclude")."""
+    raw = Path(raw)
+    out = []
+    for p in sorted(raw.glob("*/*/*/*/rep-*.json")):
+        rel = p.relative_to(raw).as_posix()
+        if rel.split("/")[1] == "probes":
+            continue
+        try:
+            lab = parse_raw_path(rel)
+        except InputError as e:
+            raise InputError(p, e.field, e.problem) from None
+        if lab["experiment"] not in experiments or lab["tuning"] != "stock":
+            continue
+        o = omb.load(p)
+        x = o["x"] or {}
+        testbed = lab["testbed"]
+        if ((x.get("testbedHost") or {}).get("validity") or {}).get("status") == "suspect":
+            if suspect == "exclude":
+                continue
+            testbed = f"{testbed} (suspect)"
+        w = o["windows"]
+        pr = x.get("producerRate") or {}
+        achieved = pr.get("achieved")
+        if achieved is None and w["publishRate"]:
+            achieved = sum(w["publishRate"]) / len(w["publishRate"])
+        hist = o["histograms"].get("publish")
+        row = {"testbed": testbed, "system": lab["system"], "level": level_dir(lab), "experiment": lab["experiment"],
+               "partitions": lab["partitions"], "ran_with_partitions": o["meta"].get("partitions", lab["partitions"]),
+               "message_bytes": o["meta"].get("messageSize", lab["message_size_bytes"]),
+               "offered_msgps": pr.get("target"), "achieved_msgps": None if achieved is None else round(achieved, 1),
+               "publish_avg_ms": _avg(o, "publish"), "publish_count": hist.total if hist is not None else None,
+               "e2e_avg_ms": _avg(o, "e2e"), "lost": (x.get("audit") or {}).get("lost"), "file": str(p),
+               "rate_discovery": x.get("rateDiscovery"), "backlog": x.get("backlog")}
+        for q, key, col in ((50, "50pct", "p50"), (99, "99pct", "p99"), (99.9, "999pct", "p99_9"),
+                            (99.99, "9999pct", "p99_99"), (100, "Max", "max")):
+            row[f"publish_{col}_ms"] = _pct(o, "publish", q, key)
+            row[f"e2e_{col}_ms"] = _pct(o, "e2e", q, key)
+        out.append(row)
+    return out
+
+
+def runs(raw: Path, suspect: str = "mark") -> list[dict]:
+    """This project's E002-LAT runs, with the study's durability mode of their level."""
+    rows = []
+    for r in load_runs(raw, EXPERIMENTS, suspect):
+        if r["level"] not in MODE_OF_LEVEL:
+            continue  # E002-LAT runs L1 and L2 only
+        rows.append({**r, "mode": MODE_OF_LEVEL[r["level"]]})
+    return sorted(rows, key=lambda r: (r["testbed"], r["system"], r["level"], r["partitions"], r["file"]))
+
+
+# ---------------------------------------------------------------- the study's printed numbers
+
+def published(reference: Path) -> list[dict]:
+    """Study 002's rows of the reference CSV as points: system, mode, partitions, metric, value (ms), source.
+    A row whose experiment is not `t<test>_<n>part` or whose config is not flush/noflush is one error naming it."""
+    out = []
+    with open(reference, newline="") as fh:
+        for n, r in enumerate(csv.DictReader(fh), start=2):
+            if r["study"] != "002":
+                continue
+            exp = r["experiment"]
+            test, _, parts = exp.partition("_")
+            if not (test.startswith("t") and test[1:].isdigit() and parts.endswith("part") and parts[:-4].isdigit()):
+                raise InputError(f"{reference}:{n}", "experiment", f"{exp!r} is not t<test>_<n>part")
+            if r["config"] not in LEVEL_OF_MODE:
+                raise InputError(f"{reference}:{n}", "config", f"{r['config']!r} is not flush or noflush")
+            try:
+                value = float(r["value"])
+            except ValueError:
+                raise InputError(f"{reference}:{n}", "value", f"{r['value']!r} is not a number") from None
+            out.append({"test": int(test[1:]), "system": r["system"].split("-")[0], "version": r["system"],
+                        "mode": "flush" if r["config"] == "flush" else "no flush", "partitions": int(parts[:-4]),
+                        "metric": r["metric"], "value": value, "unit": r["unit"], "source": r.get("source", "")})
+    return out
+
+
+# ---------------------------------------------------------------- claims
+
+def direction_verdict(values: dict[int, float], want: str) -> tuple[str, str]:
+    """(shown, verdict) for "latency <want: falls|rises> as partitions increase" on {partitions: value}.
+    Holds when every step to more partitions moves the way the claim says; with one partition count there is no
+    sweep to judge."""
+    ps = sorted(values)
+    shown = ", ".join(f"{p} p: {round(values[p], 3):g}" for p in ps) + " ms"  # the study's printed digits
+    if len(ps) < 2:
+        return shown, ""
+    steps = [values[b] - values[a] for a, b in zip(ps, ps[1:])]
+    ok = all(s < 0 for s in steps) if want == "falls" else all(s > 0 for s in steps)
+    if ok:
+        return shown, "holds"
+    first, last = values[ps[0]], values[ps[-1]]
+    change = (last - first) / first * 100 if first else float("nan")
+    moved = "falls" if last < first else "rises" if last > first else "stays"
+    return shown, f"differs: it {moved} ({change:+.1f} % from {ps[0]} to {ps[-1]} partitions)"
+
+
+def _claim_rows(scale: str, judged_at: str, values_of, note_of) -> list[dict]:
+    out = []
+    for system in ("pulsar", "kafka"):
+        for mode in ("flush", "no flush"):
+            for metric, mname in METRICS.items():
+                want = DIRECTION[system]
+                values = values_of(system, mode, metric)
+                cid = f"002-{system}-{mode.replace(' ', '')}-{metric.replace('_', '-')}"
+                row = {"claim_id": cid,
+                       "headline": f"{SYSTEM_NAME[system]}'s latency {want} as partitions increase",
+                       "comparison": f"{SYSTEM_NAME[system]} ({mode}) {mname} latency {want} with every step 1 -> 6 -> 16 "
+                                     "partitions",
+                       "printed": DIRECTION[system], "scale": scale, "judged_at": judged_at}
+                if not values:
+                    row.update(this_testbed=None, verdict=f"not measured at this scale: no {SYSTEM_NAME[system]} "
+                                                          f"{mode} run", note=note_of(system, mode))
+                else:
+                    shown, v = direction_verdict(values, want)
+                    if not v:
+                        v = (f"{'not measured at this scale' if scale.startswith('aws') else 'needs aws scale'}: "
+                             f"partition sweep (this scale measured {', '.join(map(str, sorted(values)))} "
+                             "partition(s) only; the claim needs 1, 6 and 16)")
+                    row.update(this_testbed=shown, verdict=v, note=note_of(system, mode))
+                out.append(row)
+    return out
+
+
+def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
+    """The main claim of §002.4 per system, durability and metric: on the study's printed numbers, then on each
+    testbed with E002-LAT runs (their partition counts as the study names them; a run's real count is in the runs
+    table)."""
+    def printed(system, mode, metric):
+        return {p["partitions"]: p["value"] for p in pub if (p["system"], p["mode"], p["metric"]) == (system, mode, metric)}
+
+    out = _claim_rows(STUDY_SCALE, STUDY_TESTBED, printed,
+                      lambda s, m: "tests " + ", ".join(str(p["test"]) for p in pub if (p["system"], p["mode"]) == (s, m)
+                                                          and p["metric"] == "publish_p99") + " of §002.4")
+    for tb in sorted({r["testbed"].removesuffix(" (suspect)") for r in rows}):
+        at = [r for r in rows if r["testbed"].removesuffix(" (suspect)") == tb]  # suspect runs judged with the rest
+        rates = sorted({r["offered_msgps"] for r in at if r["offered_msgps"]})
+        suspect = sum(1 for r in at if r["testbed"].endswith(" (suspect)"))
+        judged = (f"{tb}: " + ", ".join(f"{r}" for r in sorted({r['ran_with_partitions'] for r in at}))
+                  + " partition(s) at " + (", ".join(f"{x:,.0f}" for x in rates) or "?") + " msg/s"
+                  + (f"; {suspect} suspect run(s) included" if suspect else ""))
+
+        def measured(system, mode, metric, at=at):
+            col = "publish_p99_ms" if metric == "publish_p99" else "e2e_avg_ms"
+            vals = {}
+            for r in at:
+                if (r["system"], r["mode"]) == (system, mode) and r[col] is not None:
+                    vals.setdefault(r["partitions"], []).append(r[col])
+            return {p: sorted(v)[len(v) // 2] for p, v in vals.items()}  # the median over repetitions
+
+        out += _claim_rows(tb, judged, measured, lambda s, m, at=at: f"{sum(1 for r in at if (r['system'], r['mode']) == (s, m))} run(s)")
+    if not rows:
+        out += _claim_rows("local", "no E002-LAT run on any testbed yet", lambda *a: {},
+                           lambda s, m: "env/shell snakemake --profile local all runs E002-LAT on 1 partition")
+        for r in out[-8:]:
+            r["verdict"] = ("needs aws scale: partition sweep (the local scale runs 1 partition only; no run here "
+                            "yet either)")
+    return out
+
+
+# ---------------------------------------------------------------- figure
+
+def points(rows: list[dict], pub: list[dict]) -> list[dict]:
+    pts = []
+    for p in pub:
+        if p["metric"] in METRICS:
+            pts.append({"metric": METRICS[p["metric"]], "mode": p["mode"], "partitions": p["partitions"], "ms": p["value"],
+                        "series": f"{SYSTEM_NAME[p['system']]} {p['version'].split('-')[1]} (study 002)",
+                        "system": SYSTEM_NAME[p["system"]], "kind": "published"})
+    for r in rows:
+        for metric, col in (("publish_p99", "publish_p99_ms"), ("e2e_avg", "e2e_avg_ms")):
+            if r[col]:
+                pts.append({"metric": METRICS[metric], "mode": r["mode"], "partitions": r["partitions"], "ms": r[col],
+                            "series": f"{SYSTEM_NAME.get(r['system'], r['system'])} ({r['testbed']})",
+                            "system": SYSTEM_NAME.get(r["system"], r["system"]), "kind": "this testbed"})
+    return pts
+
+
+def _empty(msg):
+    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
+
+
+def figure(rows: list[dict], pub: list[dict]):
+    pts = points(rows, pub)
+    if not pts:
+        chart = _empty("no study-002 numbers")
+    else:
+        names = sorted({p["series"] for p in pts})
+        color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
+                          scale=alt.Scale(domain=names, range=[
+                              SERIES_COLOR.get(n.split(" ")[0], "#888888") if "study 002" in n else
+                              {"Pulsar": "#3f3a80", "Kafka": "#8c3a00"}.get(n.split(" ")[0], "#444444") for n in names]))
+        panels = []
+        for metric in METRICS.values():
+            row = []
+            for mode in ("flush", "no flush"):
+                sub = [p for p in pts if p["metric"] == metric and p["mode"] == mode]
+                base = alt.Chart(alt.Data(values=sub)).encode(
+                    x=alt.X("partitions:Q", scale=alt.Scale(type="log", domain=[1, 16]), title="partitions",
+                            axis=alt.Axis(values=[1, 6, 16])),
+                    y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{metric} (ms)"), color=color)
+                line = base.transform_filter("datum.kind == 'published'").mark_line(point=True)
+                local = base.transform_filter("datum.kind == 'this testbed'").mark_point(
+                    shape="diamond", size=110, filled=True)
+                title = f"{metric}, {mode}" + (" (comparison chart)" if (metric, mode) in (
+                    ("average end to end", "no flush"), ("publish p99", "flush")) else "")
+                row.append(alt.layer(line, local).properties(width=230, height=170, title=title))
+            panels.append(alt.hconcat(*row))
+        chart = alt.vconcat(*panels)
+    testbeds = sorted({r["testbed"] for r in rows})
+    caption = ("Study 002 (Kafka 2.3.0 vs Pulsar 2.4.0, 50 000 msg/s of 100 B): publish p99 and average end-to-end "
+               "latency against partitions, flush and no flush. Lines: the study's printed whole-test values (its "
+               "result tables, §002.4 of studies.md); the study's two comparison charts, \"Average end-to-end latency, "
+               "6-partition, no flushing\" and \"99th percentile publishing latency, 6-partition, flushing\", plot these "
+               "metrics over its 15 minutes, and their whole-test values are the 6-partition points of the panels "
+               "marked \"comparison chart\" (the time series themselves are not transcribed). Diamonds: this "
+               "testbed's E002-LAT runs (" + (", ".join(testbeds) if testbeds else "none yet")
+               + "), placed at the partition count of the study's test they reproduce; their rate and partition count "
+               "are scaled (see the runs table). Log axes.")
+    alt_text = ("Four line charts in two rows (publish p99, average end to end) and two columns (flush, no flush) of "
+                "latency in milliseconds against 1, 6 and 16 partitions, one line per system from the study's tables "
+                "and diamond points for this testbed's runs.")
+    return chart, caption, alt_text
+
+
+# ---------------------------------------------------------------- entry point
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--raw", type=Path, required=True)
+    ap.add_argument("--reference", type=Path, required=True)
+    ap.add_argument("--tables", type=Path)
+    ap.add_argument("--figures", type=Path)
+    ap.add_argument("--png-scale", type=float, default=2.0)
+    ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
+                    help="runs workloads.run judged suspect: labelled '<testbed> (suspect)' or left out")
+    a = ap.parse_args(argv)
+
+    def body():
+        if a.tables is None and a.figures is None:
+            raise InputError("(command line)", "--tables/--figures", "name at least one output directory")
+        rows = runs(a.raw, a.suspect)
+        pub = published(a.reference)
+        if a.tables is not None:
+            write_tables(a.tables, "study002", RUN_COLS, MD_RUN_COLUMNS, rows, MD_CLAIM_COLUMNS, claims(rows, pub))
+        if a.figures is not None:
+            chart, caption, alt_text = figure(rows, pub)
+            save_chart(chart, "study002-latency", caption, alt_text, a.figures, a.png_scale)
+    return cli(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

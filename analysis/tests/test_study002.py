@@ -1,0 +1,139 @@
+"""analysis.study002: study-002 runs under their own label, the partition claim's verdicts, the figure."""
+import csv
+import json
+
+import pytest
+
+from analysis import InputError, labels, study002
+from analysis.tests import fixtures
+from analysis.tests.paths import REFERENCE
+from analysis.tests.test_figures import _overlapping_words
+
+
+def wl(partitions: int) -> str:
+    return f"1-topic-{partitions}-partition{'s' if partitions > 1 else ''}-100b-1p-1c-50k"
+
+
+def result(p99_ms: float, e2e_ms: float, rate: float = 1000.0, partitions: int = 1) -> dict:
+    """Publish latency p99_ms and end to end e2e_ms for every sample."""
+    d = fixtures.streambench(publish_us=[int(p99_ms * 1000)] * 200, e2e_us=[int(e2e_ms * 1000)] * 200)
+    d["partitions"] = partitions
+    d["x-streambench"]["producerRate"] = {"target": rate, "achieved": rate}
+    return d
+
+
+def put(raw, system, level, partitions, doc, testbed="local"):
+    return fixtures.write(raw / testbed / system / f"{level}+stock" / wl(partitions) / "rep-1.json", doc)
+
+
+@pytest.fixture
+def raw(tmp_path):
+    """The local scale: E002-LAT on one partition, both systems, flush (L1) and no flush (L2), plus a study-001 run
+    of 100 B on one partition that study 002 must not read."""
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L1", 1, result(4.0, 9.0))
+    put(raw, "pulsar", "L2", 1, result(3.5, 8.5))
+    put(raw, "kafka", "L2", 1, result(3.0, 3.0))
+    put(raw, "kafka", "L1", 1, result(8.0, 7.0))
+    fixtures.write(raw / "local" / "kafka" / "L2+stock" / "1-topic-1-partition-100b-1p-1c-keyed-10k--rate-50000"
+                   / "rep-1.json", {})
+    return raw
+
+
+def by_key(rows, scale):
+    return {r["claim_id"]: r for r in rows if r["scale"] == scale}
+
+
+def test_e002_runs_have_their_own_label_and_study_001_runs_do_not():
+    for p in (1, 6, 16):
+        lab = labels.parse_raw_path(f"local/kafka/L2+stock/{wl(p)}/rep-1.json")
+        assert (lab["experiment"], lab["study"], lab["partitions"], lab["message_size_bytes"]) == ("E002-LAT", "002", p, 100)
+    assert labels.parse_raw_path("local/kafka/L2+stock/1-topic-1-partition-100b-1p-1c-keyed-10k/rep-1.json")[
+        "experiment"] == "other"
+    assert labels.parse_raw_path("local/kafka/L2+stock/1-topic-1-partition-100b-1p-1c-25k/rep-1.json")[
+        "experiment"] == "other"  # not the study's rate
+
+
+def test_runs_carry_the_studys_durability_mode(raw):
+    rows = study002.runs(raw)
+    assert len(rows) == 4
+    m = {(r["system"], r["mode"]): r for r in rows}
+    assert m[("pulsar", "flush")]["level"] == "L1" and m[("kafka", "no flush")]["level"] == "L2"
+    assert m[("kafka", "flush")]["publish_p99_ms"] == pytest.approx(8.0, rel=0.01)
+    assert m[("kafka", "flush")]["e2e_avg_ms"] == pytest.approx(7.0, rel=0.01)
+
+
+def test_the_studys_own_numbers_support_the_claim_except_pulsar_no_flush_publish_p99():
+    cl = by_key(study002.claims([], study002.published(REFERENCE)), study002.STUDY_SCALE)
+    assert len(cl) == 8
+    differs = {k: r for k, r in cl.items() if r["verdict"] != "holds"}
+    # tests 4, 5, 6: 3.783 -> 3.809 -> 3.825 ms, Pulsar's publish p99 without flush rises
+    assert list(differs) == ["002-pulsar-noflush-publish-p99"]
+    assert differs["002-pulsar-noflush-publish-p99"]["verdict"] == "differs: it rises (+1.1 % from 1 to 16 partitions)"
+    assert cl["002-pulsar-flush-publish-p99"]["this_testbed"] == "1 p: 4.003, 6 p: 3.978, 16 p: 3.977 ms"
+    assert cl["002-kafka-flush-e2e-avg"]["this_testbed"] == "1 p: 7.129, 6 p: 13.857, 16 p: 21.119 ms"
+
+
+def test_one_partition_needs_the_aws_partition_sweep(raw):
+    cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "local")
+    assert len(cl) == 8
+    for r in cl.values():
+        assert r["verdict"].startswith("needs aws scale: partition sweep (this scale measured 1 partition(s) only"), r
+        assert r["this_testbed"].startswith("1 p: ")
+    assert cl["002-kafka-flush-publish-p99"]["judged_at"] == "local: 1 partition(s) at 1,000 msg/s"
+
+
+def test_a_sweep_is_judged_holds_or_differs(tmp_path):
+    raw = tmp_path / "raw"
+    for p, (pul, kaf) in {1: (4.0, 3.0), 6: (3.5, 5.0), 16: (3.0, 4.0)}.items():
+        put(raw, "pulsar", "L1", p, result(pul, 9.0 - p / 4, partitions=p), testbed="aws")
+        put(raw, "kafka", "L1", p, result(kaf, 3.0 + p, partitions=p), testbed="aws")
+    cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "aws")
+    assert cl["002-pulsar-flush-publish-p99"]["verdict"] == "holds"
+    assert cl["002-pulsar-flush-e2e-avg"]["verdict"] == "holds"
+    assert cl["002-kafka-flush-e2e-avg"]["verdict"] == "holds"
+    # Kafka: 3 -> 5 -> 4 ms, up overall but not with every step
+    assert cl["002-kafka-flush-publish-p99"]["verdict"] == "differs: it rises (+33.3 % from 1 to 16 partitions)"
+    assert cl["002-pulsar-noflush-publish-p99"]["verdict"] == "not measured at this scale: no Pulsar no flush run"
+
+
+@pytest.mark.parametrize("values, want, verdict", [
+    ({1: 3.0, 6: 2.0, 16: 1.0}, "falls", "holds"),
+    ({1: 1.0, 6: 2.0, 16: 3.0}, "rises", "holds"),
+    ({1: 1.0, 6: 2.0, 16: 3.0}, "falls", "differs: it rises (+200.0 % from 1 to 16 partitions)"),
+    ({1: 2.0}, "falls", ""),
+])
+def test_direction_verdict(values, want, verdict):
+    assert study002.direction_verdict(values, want)[1] == verdict
+
+
+def test_figure_renders_from_synthetic_runs_with_the_local_points(raw, tmp_path):
+    out = tmp_path / "f"
+    assert study002.main(["--raw", str(raw), "--reference", str(REFERENCE), "--figures", str(out),
+                          "--tables", str(tmp_path / "t"), "--png-scale", "1"]) == 0
+    meta = json.loads((out / "study002-latency.json").read_text())
+    assert meta["caption"] and meta["alt"] and "local" in meta["caption"]
+    assert _overlapping_words(out / "study002-latency.pdf") == []
+    pts = study002.points(study002.runs(raw), study002.published(REFERENCE))
+    assert len([p for p in pts if p["kind"] == "published"]) == 24  # 12 tests x (publish p99, e2e avg)
+    assert len([p for p in pts if p["kind"] == "this testbed"]) == 8
+    assert list(csv.DictReader(open(tmp_path / "t" / "study002-runs.csv")))[0]["file"].endswith("rep-1.json")
+
+
+def test_a_bad_reference_row_is_one_error_naming_the_line_and_field(tmp_path):
+    bad = tmp_path / "studies.csv"
+    rows = list(csv.reader(open(REFERENCE)))
+    i = next(n for n, r in enumerate(rows) if r[0] == "002")
+    rows[i][1] = "t1-1part"
+    with open(bad, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    with pytest.raises(InputError, match=rf"studies.csv:{i + 1}: field 'experiment'"):
+        study002.published(bad)
+
+
+def test_no_runs_still_builds_the_table_and_figure(tmp_path):
+    assert study002.main(["--raw", str(tmp_path / "raw"), "--reference", str(REFERENCE), "--tables", str(tmp_path / "t"),
+                          "--figures", str(tmp_path / "f"), "--png-scale", "1"]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "t" / "study002-claims.csv")))
+    local = [r for r in rows if r["scale"] == "local"]
+    assert len(local) == 8 and all(r["verdict"].startswith("needs aws scale: partition sweep") for r in local)

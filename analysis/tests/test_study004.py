@@ -1,0 +1,219 @@
+"""analysis.study004: study-004 runs under their own labels, the five headlines' verdicts, the figures."""
+import csv
+import json
+
+import pytest
+
+from analysis import InputError, labels, study004
+from analysis.tests import fixtures
+from analysis.tests.paths import REFERENCE
+from analysis.tests.test_figures import _overlapping_words
+
+T1C1 = "1-topic-1-partition-1kb-4p-1c-max"
+T1C2 = "1-topic-100-partitions-1kb-4p-4c-2000k"
+T2 = "1-topic-100-partitions-1kb-4p-4c-500k"
+T3 = "1-topic-100-partitions-1kb-4p-4c-200k-backlog"
+
+
+def maxrate(achieved: float, ceiling: bool = False) -> dict:
+    d = fixtures.streambench(publish_us=[2000] * 50)
+    d["partitions"] = 1
+    d["x-streambench"]["producerRate"] = {"target": None, "achieved": achieved}
+    d["x-streambench"]["rateDiscovery"] = {"settledRate": achieved, "ceilingReached": ceiling, "steps": []}
+    return d
+
+
+def fixed(p99_99_ms: float, n: int = 20_000, rate: float = 5000.0, partitions: int = 16) -> dict:
+    """n publish samples of 1 ms, the last 10 of them p99_99_ms: the run's P99.99 is p99_99_ms."""
+    d = fixtures.streambench(publish_us=[1000] * (n - 10) + [int(p99_99_ms * 1000)] * 10)
+    d["partitions"] = partitions
+    d["x-streambench"]["producerRate"] = {"target": rate, "achieved": rate}
+    return d
+
+
+def backlog(drain: float, chase_s: float) -> dict:
+    d = fixtures.streambench(publish_us=[3000] * 50)
+    d["x-streambench"]["producerRate"] = {"target": 200000.0, "achieved": 200000.0}
+    d["x-streambench"]["backlog"] = {"drainRateMsgs": drain, "chaseTimeSeconds": chase_s, "drained": True}
+    return d
+
+
+def put(raw, system, level, workload, doc, testbed="local"):
+    return fixtures.write(raw / testbed / system / f"{level}+stock" / workload / "rep-1.json", doc)
+
+
+@pytest.fixture
+def raw(tmp_path):
+    """The local scale's study-004 runs: T1C1 and T2 at three levels per system, as workloads/experiments.yaml runs
+    them, plus a run study 004 does not read (a tuned Kafka) and one of another study."""
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L2-bypass", T1C1, maxrate(30_000))
+    put(raw, "pulsar", "L1", T1C1, maxrate(20_000))
+    put(raw, "pulsar", "L2", T1C1, maxrate(25_000))
+    put(raw, "kafka", "L2", T1C1, maxrate(10_000))
+    put(raw, "kafka", "L1", T1C1, maxrate(4_000))
+    put(raw, "pulsar", "L2-bypass", T2, fixed(3.0))
+    put(raw, "pulsar", "L1", T2, fixed(9.0))
+    put(raw, "kafka", "L2", T2, fixed(450.0))
+    fixtures.write(raw / "local" / "kafka" / "L2+tuned" / T1C1 / "rep-1.json", maxrate(99_000))
+    fixtures.write(raw / "local" / "kafka" / "L1+stock" / "1-topic-1-partition-100b-1p-1c-keyed-10k" / "rep-1.json", {})
+    return raw
+
+
+def by_claim(rows, scale):
+    return {r["claim_id"]: r for r in rows if r["scale"] == scale}
+
+
+@pytest.mark.parametrize("workload, experiment", [(T1C1, "E004-T1C1"), (T1C2, "E004-T1C2"), (T2, "E004-T2"),
+                                                  (T3, "E004-T3")])
+def test_study_004_runs_have_their_own_experiment_label(workload, experiment):
+    lab = labels.parse_raw_path(f"local/pulsar/L2-bypass+stock/{workload}/rep-1.json")
+    assert (lab["experiment"], lab["study"], lab["local_durability"]) == (experiment, "004", "bypass")
+
+
+def test_runs_map_levels_to_the_studys_configurations(raw):
+    rows = study004.runs(raw)
+    assert len(rows) == 8  # the tuned run and study 001's workload are not read
+    cfg = {(r["experiment"], r["configuration"]): r for r in rows}
+    assert cfg[("E004-T1C1", "Pulsar, no journal")]["achieved_mibps"] == pytest.approx(30_000 * 1024 / 2**20, abs=0.01)
+    assert cfg[("E004-T1C1", "Kafka")]["level"] == "L2"
+    assert cfg[("E004-T1C1", "Kafka, flush (here only)")]["level"] == "L1"
+    t2 = cfg[("E004-T2", "Kafka")]
+    assert t2["publish_p99_99_ms"] == pytest.approx(450.0, rel=0.01) and t2["publish_p99_ms"] == pytest.approx(1.0, rel=0.01)
+    assert (t2["publish_samples"], t2["ran_with_partitions"], t2["partitions"]) == (20_000, 16, 100)
+
+
+def test_published_numbers_are_the_reference_csvs():
+    pub = study004.published(REFERENCE)
+    assert study004.printed(pub, "max_tput_1part_4p1c", "Pulsar, no journal", "publish_tput") == 700
+    assert study004.printed(pub, "max_tput_1part_4p1c", "Kafka", "publish_tput") == 280
+    assert study004.printed(pub, "max_tput_100part_4p4c", "Kafka", "publish_tput") == 1087
+    assert study004.printed(pub, "lat_500MBps_100part", "Pulsar, journal", "publish_p99") == 7.89
+    # studies.md transcribes no P99.99 for study 004 (its Figure 4 only): none is invented here
+    assert not [p for p in pub if p["metric"].endswith("p99.99")]
+
+
+def test_a_bad_reference_row_is_one_error_naming_the_line_and_field(tmp_path):
+    bad = tmp_path / "studies.csv"
+    rows = list(csv.reader(open(REFERENCE)))
+    i = next(n for n, r in enumerate(rows) if r[0] == "004")
+    rows[i][3] = "fast-mode"
+    with open(bad, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    with pytest.raises(InputError, match=rf"studies.csv:{i + 1}: field 'config'"):
+        study004.published(bad)
+
+
+def test_the_studys_own_numbers_give_the_headline_ratios():
+    cl = by_claim(study004.claims([], study004.published(REFERENCE)), study004.STUDY_SCALE)
+    assert cl["004-H1"]["this_testbed"] == "2.50x" and cl["004-H1"]["verdict"].startswith("holds")
+    assert cl["004-H3"]["this_testbed"] == "1.60x" and cl["004-H3"]["verdict"].startswith("holds")
+    assert cl["004-H4"]["this_testbed"] == "32.1%" and cl["004-H4"]["verdict"] == "holds"
+    for cid in ("004-H2", "004-H5"):
+        assert cl[cid]["verdict"].startswith("not re-derivable") and cl[cid]["this_testbed"] is None
+    assert "not transcribed" in cl["004-H2"]["printed"]
+
+
+def test_local_runs_judge_what_they_measured_and_need_aws_for_the_rest(raw):
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    assert set(cl) == set(study004.HEADLINES)
+    assert cl["004-H1"]["verdict"] == "holds (3.00x)"  # 30 000 vs 10 000 msg/s
+    assert "1 partition(s), rate search" in cl["004-H1"]["judged_at"]
+    v = cl["004-H2"]["verdict"]  # 450 ms / 3 ms, to the histograms' 3 significant digits
+    assert v.startswith("holds (") and float(v[7:-2]) == pytest.approx(150, rel=0.002), v
+    assert "16 partition(s), 5,000 msg/s" in cl["004-H2"]["judged_at"]
+    for cid, exp in (("004-H3", "E004-T3"), ("004-H4", "E004-T1C2"), ("004-H5", "E004-T3")):
+        assert cl[cid]["verdict"].startswith(f"needs aws scale: {exp}"), cid
+
+
+def test_verdicts_differ_when_the_data_contradict_the_headlines(tmp_path):
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L2-bypass", T1C1, maxrate(15_000))
+    put(raw, "kafka", "L2", T1C1, maxrate(10_000))
+    put(raw, "pulsar", "L2-bypass", T2, fixed(12.0))
+    put(raw, "kafka", "L2", T2, fixed(6.0))
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    assert cl["004-H1"]["verdict"] == "differs: direction holds, size does not (1.50x, claimed 2.5x)"
+    assert cl["004-H2"]["verdict"] == "differs: opposite direction (0.50x)"
+
+
+def test_a_capped_maximum_or_too_few_samples_is_not_judged(tmp_path):
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L2-bypass", T1C1, maxrate(48_000, ceiling=True))
+    put(raw, "kafka", "L2", T1C1, maxrate(30_000))
+    put(raw, "pulsar", "L2-bypass", T2, fixed(1.0, n=5_000))
+    put(raw, "kafka", "L2", T2, fixed(300.0, n=5_000))
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    # Pulsar's 48 000 is a lower bound: 1.6x at least says nothing about 2.5x
+    assert cl["004-H1"]["verdict"].startswith("not separable at this scale: the ratio is at least 1.60x")
+    assert cl["004-H2"]["verdict"] == ("not measured at this scale: 5,000 publish samples in a run, fewer than the "
+                                       "10,000 a P99.99 needs")
+    # a capped numerator far enough above the denominator holds as a lower bound
+    assert study004.ratio_verdict(3.0, 2.5, bound="lower") == "holds (3.00x, lower bound)"
+
+
+def test_an_aws_testbed_judges_the_catch_up_and_100_partition_headlines(tmp_path):
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L2-bypass", T3, backlog(drain=3_000_000, chase_s=100.0), testbed="aws")
+    put(raw, "kafka", "L2", T3, backlog(drain=1_000_000, chase_s=300.0), testbed="aws")
+    for system, level, ach in (("pulsar", "L2-bypass", 1_500_000.0), ("kafka", "L2", 1_100_000.0)):
+        d = fixed(5.0, n=100, rate=2_000_000.0, partitions=100)
+        d["x-streambench"]["producerRate"]["achieved"] = ach
+        put(raw, system, level, T1C2, d, testbed="aws")
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "aws")
+    assert cl["004-H3"]["verdict"] == "holds (3.00x)"
+    assert cl["004-H5"]["verdict"] == "holds (3.00x, within 20% of 2.5x)"
+    assert cl["004-H4"]["this_testbed"] == "1 - 1,100,000 / 1,500,000 msg/s = 26.7%"
+    assert cl["004-H4"]["verdict"] == "differs: 26.7% less"
+    # no T1C1 run on aws: not measured there, and not "needs aws scale"
+    assert cl["004-H1"]["verdict"] == "not measured at this scale: no E004-T1C1 run of Pulsar, no journal and Kafka on aws"
+
+
+@pytest.mark.parametrize("ratio, target, approx, want", [
+    (2.5, 2.5, False, "holds (2.50x)"),
+    (2.49, 2.5, False, "differs: direction holds, size does not (2.49x, claimed 2.5x)"),
+    (0.9, 2.5, False, "differs: opposite direction (0.90x)"),
+    (2.1, 2.5, True, "holds (2.10x, within 20% of 2.5x)"),
+    (1.9, 2.5, True, "differs: direction holds, size does not (1.90x, claimed ~2.5x)"),
+    (4.0, 2.5, True, "holds (4.00x, exceeds 2.5x)"),
+    (1.2, 2.5, False, "differs: direction holds, size does not (1.20x, claimed 2.5x)"),
+])
+def test_ratio_verdict(ratio, target, approx, want):
+    assert study004.ratio_verdict(ratio, target, approx=approx) == want
+
+
+def test_no_runs_still_builds_every_table_and_figure(tmp_path):
+    assert study004.main(["--raw", str(tmp_path / "raw"), "--reference", str(REFERENCE), "--tables", str(tmp_path / "t"),
+                          "--figures", str(tmp_path / "f"), "--png-scale", "1"]) == 0
+    for fid in study004.FIGURE_IDS:
+        assert (tmp_path / "f" / f"{fid}.svg").stat().st_size > 0
+    rows = list(csv.DictReader(open(tmp_path / "t" / "study004-claims.csv")))
+    assert [r["verdict"].split(":")[0] for r in rows if r["scale"] == "local"] == [
+        "not measured at this scale", "not measured at this scale", "needs aws scale", "needs aws scale",
+        "needs aws scale"]
+
+
+def test_figures_render_from_synthetic_runs_and_print_no_word_over_another(raw, tmp_path):
+    out = tmp_path / "f"
+    assert study004.main(["--raw", str(raw), "--reference", str(REFERENCE), "--figures", str(out),
+                          "--png-scale", "1"]) == 0
+    for fid in study004.FIGURE_IDS:
+        meta = json.loads((out / f"{fid}.json").read_text())
+        assert meta["caption"] and meta["alt"]
+        assert _overlapping_words(out / f"{fid}.pdf") == []
+    svg = (out / "study004-latency.svg").read_text()
+    assert "p99.99" in svg and "not transcribed" in json.loads((out / "study004-latency.json").read_text())["caption"]
+    # the local points are drawn: the Kafka run's 450 ms P99.99 sets the top of the y axis
+    pts = study004.latency_points(study004.runs(raw), study004.published(REFERENCE))
+    assert {"source": "local", "percentile": "p99.99"}.items() <= next(
+        p for p in pts if p["configuration"] == "Kafka" and p["percentile"] == "p99.99").items()
+    assert {p["source"] for p in study004.maxtput_points(study004.runs(raw), study004.published(REFERENCE))} == {
+        "study 004 (printed)", "local"}
+
+
+def test_a_corrupt_result_is_one_line_naming_the_file_and_field(raw, tmp_path, capsys):
+    bad = put(raw, "kafka", "L2", T2, {"workload": "x"})
+    assert study004.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "field 'driver'" in err
+    assert not (tmp_path / "t").exists()
