@@ -30,12 +30,17 @@ try:
 except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
+WL_SYSTEMS = config["workloads"]["systems"]  # null: every system; else only these systems' cells
+if WL_SYSTEMS:
+    WL_RUNS = [r for r in WL_RUNS if r.system in WL_SYSTEMS]
 
 # the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
 # scale's own runs; its fault runs that `all` does not run are only in this target's DAG
 try:
     WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=["E000-FAULT"],
                                     repetitions=config["workloads"]["repetitions"])
+    if WL_SYSTEMS:
+        WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.system in WL_SYSTEMS]
 except _wl_plan.PlanError as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)

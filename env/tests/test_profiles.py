@@ -33,7 +33,7 @@ def test_env_shell_exports_the_profile_search_path():
     assert os.path.realpath(os.path.join(first, "snakemake")) == str(ROOT / "env" / "profiles")
 
 
-@pytest.mark.parametrize("name", ["local", "ci", "aws"])
+@pytest.mark.parametrize("name", ["local", "ci", "aws", "lab", "hosts"])
 def test_each_profile_dry_runs_in_a_copy(workflow_copy, name):
     r = run([*SNAKEMAKE, "-n", "--profile", name, "all"], cwd=workflow_copy, env=xdg_env(workflow_copy))
     assert r.returncode == 0, r.stderr[-3000:]
