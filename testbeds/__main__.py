@@ -46,6 +46,11 @@ def main(argv=None) -> int:
     lab.add_argument("--subnet", default="10.77.0.0/24")
     lab.add_argument("--dir", type=Path, help="base directory of labs (default $STREAMBENCH_CACHE/lab)")
     lab.add_argument("--inventory-out", type=Path, help="also copy the inventory here")
+    lab.add_argument("--login-user", action="store_true",
+                     help="reach the hosts as a user of the lab's own (sbl<id>), not root, escalating with sudo as on "
+                          "a rented machine; removed with the lab")
+    lab.add_argument("--sudo", choices=["nopasswd", "none"], default="nopasswd",
+                     help="with --login-user: passwordless sudo (default) or none")
     lab.add_argument("rest", nargs="*", help="exec: -- CMD...")
 
     p = sub.add_parser("adopt", help="check a hand-written inventory and write its working copy")
@@ -76,7 +81,8 @@ def main(argv=None) -> int:
         if a.cmd == "lab":
             from . import lab as labm
             if a.action == "up":
-                path = labm.up(a.id, a.servers, a.clients, a.subnet, a.dir, log=_log)
+                path = labm.up(a.id, a.servers, a.clients, a.subnet, a.dir, log=_log, login_user=a.login_user,
+                               sudo=a.sudo)
                 if a.inventory_out:
                     from .util import atomic_write_text
                     atomic_write_text(a.inventory_out, path.read_text())

@@ -59,8 +59,19 @@ def _short(host: str) -> str:
     return f"{kind[0]}{n}"  # server-1 -> s1, client-2 -> c2
 
 
-def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None = None) -> dict[str, Any]:
-    """Every name and address lab lab_id will use; written to state.json before anything is made."""
+SUDOERS_DIR = Path("/etc/sudoers.d")
+
+
+def login_user_name(lab_id: str) -> str:
+    """The login user of lab lab_id (lab up --login-user): made with the lab, removed with it."""
+    return f"sbl{lab_id}"
+
+
+def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None = None,
+         login_user: bool = False, sudo: str = "nopasswd") -> dict[str, Any]:
+    """Every name and address lab lab_id will use; written to state.json before anything is made. With login_user
+    the hosts are reached as a user of their own (not root) who escalates with sudo as on a rented machine: sudo
+    `nopasswd` (as on EC2), or `none` (no sudo rights: what prepare must refuse in one line)."""
     _check_id(lab_id)
     if servers < inv_mod.MIN_SERVERS or clients < inv_mod.MIN_CLIENTS:
         raise TestbedError(f"lab: needs at least {inv_mod.MIN_SERVERS} servers and {inv_mod.MIN_CLIENTS} client")
@@ -81,7 +92,9 @@ def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None
             "switch": f"{PREFIX}-{lab_id}-sw", "bridge": f"br{lab_id}",
             "controller": {"netns": f"{PREFIX}-{lab_id}-ctl", "veth": f"{PREFIX}{lab_id}-ctl",
                            "peer": f"{PREFIX}{lab_id}-ctlb", "address": str(net.network_address + 1)},
-            "hosts": hosts, "createdAt": now(), "pid": os.getpid()}
+            "hosts": hosts, "createdAt": now(), "pid": os.getpid(),
+            **({"loginUser": {"name": login_user_name(lab_id), "home": str(d / "home"), "sudo": sudo,
+                              "sudoers": str(SUDOERS_DIR / f"streambench-lab-{lab_id}")}} if login_user else {})}
 
 
 # --- namespaces and processes -----------------------------------------------------------------------------
@@ -169,6 +182,7 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     left = [n for n in netns_list() if n.startswith(mine)]
     if left:
         raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
+    _remove_login_user(lab_id, log)
     if d.exists() and not keep_dir:
         shutil.rmtree(d)
     if killed:
@@ -176,6 +190,44 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
             f"{', '.join(sorted(killed))}")
     log(f"lab {lab_id}: down")
     return {"namespaces": [n for n in wanted if n in existing], "killed": killed}
+
+
+def _user_exists(name: str) -> bool:
+    return subprocess.run(["getent", "passwd", name], capture_output=True).returncode == 0
+
+
+def _remove_login_user(lab_id: str, log) -> None:
+    """The lab's login user and its sudoers file, by the lab's own names (never another user)."""
+    name = login_user_name(lab_id)
+    sudoers = SUDOERS_DIR / f"streambench-lab-{lab_id}"
+    sudoers.unlink(missing_ok=True)
+    if _user_exists(name):
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        res = subprocess.run(["userdel", name], capture_output=True, text=True)
+        if res.returncode != 0 and _user_exists(name):
+            raise TestbedError(f"lab {lab_id}: cannot remove its login user {name}: {res.stderr.strip()}")
+        log(f"lab {lab_id}: login user {name} removed")
+
+
+def _make_login_user(p: dict[str, Any], d: Path) -> None:
+    u = p["loginUser"]
+    if _user_exists(u["name"]):
+        raise TestbedError(f"lab {p['id']}: a user {u['name']} exists already (not made by this lab run); remove it first")
+    home = Path(u["home"])
+    run(["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/bash", u["name"]],
+        what=f"lab: login user {u['name']}")
+    run(["usermod", "-p", "*", u["name"]], what="lab: login user unlocked for key login")  # '!' would refuse ssh
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.chown(home, u["name"], u["name"])
+    if u["sudo"] == "nopasswd":
+        if not Path("/usr/bin/sudo").exists():
+            raise TestbedError("lab: --login-user needs sudo (Debian package sudo, env/apt-packages.txt)")
+        SUDOERS_DIR.mkdir(mode=0o755, exist_ok=True)
+        tmp = Path(u["sudoers"] + ".tmp")
+        tmp.write_text(f"# lab {p['id']} of streambench (testbeds/lab.py); removed by lab down\n"
+                       f"{u['name']} ALL=(ALL:ALL) NOPASSWD: ALL\n")
+        tmp.chmod(0o440)
+        os.replace(tmp, u["sudoers"])
 
 
 # --- up --------------------------------------------------------------------------------------------------
@@ -205,14 +257,15 @@ def _keygen(path: Path, comment: str) -> None:
 
 
 def up(lab_id: str, servers: int = 3, clients: int = 1, subnet: str = "10.77.0.0/24", base: Path | None = None,
-       log=print, timeout: float = 30) -> Path:
+       log=print, timeout: float = 30, login_user: bool = False, sudo: str = "nopasswd") -> Path:
     """Make the lab and write its inventory; returns the inventory's path. A stale lab of the same id is
-    removed first; a failure removes everything made so far."""
+    removed first; a failure removes everything made so far. With login_user, see plan()."""
     if not Path(SSHD).exists():
         raise TestbedError(f"lab: {SSHD} not found (Debian package openssh-server, env/apt-packages.txt)")
-    p = plan(lab_id, servers, clients, subnet, base)
+    p = plan(lab_id, servers, clients, subnet, base, login_user=login_user, sudo=sudo)
     d = Path(p["dir"])
-    if (d / "state.json").exists() or any(n.startswith(f"{PREFIX}-{lab_id}-") for n in netns_list()):
+    if (d / "state.json").exists() or any(n.startswith(f"{PREFIX}-{lab_id}-") for n in netns_list()) \
+            or (SUDOERS_DIR / f"streambench-lab-{lab_id}").exists():
         log(f"lab {lab_id}: stale lab found; removing it first")
         down(lab_id, base, log=log)
     for sub in ("keys", "sshd", "hosts"):
@@ -238,6 +291,8 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
     keys = d / "keys"
     _keygen(keys / "id_ed25519", f"streambench-lab-{p['id']}")
     (keys / "authorized_keys").write_text((keys / "id_ed25519.pub").read_text())
+    if p.get("loginUser"):
+        _make_login_user(p, d)
     _ip("netns", "add", sw)
     _ip("link", "set", "lo", "up", ns=sw)
     _ip("link", "add", br, "type", "bridge", ns=sw)
@@ -256,7 +311,9 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
     for h in p["hosts"]:
         name = h["name"]
         root = Path(h["root"])
-        for sub in ("opt/streambench", "data/journal", "data/ledger", "data/log"):
+        # as root, the lab makes the hosts' directories; a login user's hosts get their root alone (owned by root,
+        # as / is): prepare makes the rest with sudo, as on a rented machine
+        for sub in (("",) if p.get("loginUser") else ("opt/streambench", "data/journal", "data/ledger", "data/log")):
             (root / sub).mkdir(parents=True, exist_ok=True)
         hostkey = keys / f"host-{name}"
         _keygen(hostkey, f"{name}.lab-{p['id']}")
@@ -299,7 +356,8 @@ def inventory_doc(p: dict[str, Any], d: Path) -> dict[str, Any]:
                                    "log": f"{root}/data/log"},
                       "facts": None})
     return {"schemaVersion": 1, "testbed": "lab", "id": p["id"], "createdAt": now(),
-            "ssh": {"user": "root", "port": 22, "privateKey": str(keys / "id_ed25519"),
+            "ssh": {"user": (p.get("loginUser") or {}).get("name", "root"), "port": 22,
+                    "privateKey": str(keys / "id_ed25519"),
                     "knownHosts": str(keys / "known_hosts"),
                     "options": ["StrictHostKeyChecking=yes", "PasswordAuthentication=no", "BatchMode=yes"]},
             "hosts": hosts,

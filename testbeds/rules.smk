@@ -51,9 +51,11 @@ if TB_TESTBED == "lab":
             f"logs/{TB_TESTBED}/testbed/lab-up.log",
         params:
             lab=TB_LAB,
+            login="--login-user" if TB_LAB.get("login_user") else "",
         shell:
             "python -m testbeds lab up --id {params.lab[id]} --servers {params.lab[servers]}"
-            " --clients {params.lab[clients]} --subnet {params.lab[subnet]} --inventory-out {output} 2> {log}"
+            " --clients {params.lab[clients]} --subnet {params.lab[subnet]} {params.login}"
+            " --inventory-out {output} 2> {log}"
 
     rule testbed_lab_down:
         """The lab removed once every run is done and the probes are in."""
