@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -50,6 +51,58 @@ def java_opts() -> list[str]:
 
 
 START_LEAD_MS = 3000  # from the moment every process is ready to the shared start: room for the go files' ssh
+# end-to-end latency is the consumer's clock minus the producer's: with producers and consumers on several client
+# hosts, their clocks must agree far better than the latencies measured (NTP keeps EC2 hosts within ~1 ms)
+MAX_CLIENT_CLOCK_SKEW_MS = 50.0
+CLOCK_PINGS = 8
+# the host side of a clock reading: one line in, the host's time out (a test replaces it to play a skewed clock)
+CLOCK_COMMAND = "python3 -u -c 'import sys, time\nfor _ in sys.stdin: print(repr(time.time()), flush=True)'"
+
+
+def clock_offset(h: Host, pings: int = CLOCK_PINGS) -> dict[str, float]:
+    """The host's clock minus this machine's, in ms: over one ssh connection, `pings` round trips of one line
+    each; the reading of the shortest round trip is taken at its midpoint (error at most half that round trip)."""
+    p = subprocess.Popen(remote.ssh_cmd(h, CLOCK_COMMAND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    best = None
+    try:
+        for _ in range(pings + 1):  # the first round trip also starts the interpreter: not counted
+            t0 = time.time()
+            p.stdin.write("t\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            t1 = time.time()
+            if not line:
+                err = (p.stderr.read() or "").strip().splitlines()
+                raise TestbedError(f"host {h.name}: cannot read its clock over ssh: {err[-1] if err else 'no answer'}")
+            if best is None:
+                best = (float("inf"), 0.0)
+                continue
+            rtt = t1 - t0
+            if rtt < best[0]:
+                best = (rtt, float(line) - (t0 + t1) / 2)
+    finally:
+        if p.stdin and not p.stdin.closed:
+            p.stdin.close()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return {"offsetMs": round(best[1] * 1000, 3), "rttMs": round(best[0] * 1000, 3)}
+
+
+def check_clocks(clocks: dict[str, dict[str, float]], bound_ms: float = MAX_CLIENT_CLOCK_SKEW_MS) -> dict[str, Any]:
+    """The spread of the client hosts' offsets (the skew one end-to-end latency can carry), with the error of each
+    reading (half its round trip) counted against it; TestbedError in one line naming both hosts above bound_ms."""
+    hi = max(clocks, key=lambda k: clocks[k]["offsetMs"])
+    lo = min(clocks, key=lambda k: clocks[k]["offsetMs"])
+    skew = clocks[hi]["offsetMs"] - clocks[lo]["offsetMs"]
+    err = (clocks[hi]["rttMs"] + clocks[lo]["rttMs"]) / 2
+    if skew - err > bound_ms:
+        raise TestbedError(f"client clocks: {hi} is {skew:.1f} ms ahead of {lo} (±{err:.1f} ms; bound {bound_ms:g} ms): "
+                           "end-to-end latencies between them would carry that error; synchronise the clocks (NTP)")
+    return {"hosts": clocks, "maxSkewMs": round(skew, 3), "readingErrorMs": round(err, 3), "boundMs": bound_ms}
 
 
 def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: int | None,
@@ -126,6 +179,10 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
     rev, dirty = deploy.git_revision()
     start_at = int(time.time() * 1000) if n > 1 else None  # names the run; the barrier sets the start
+    clocks = None
+    if n > 1:  # producers and consumers on several hosts: their clocks must agree (before anything starts)
+        clocks = check_clocks({h.name: clock_offset(h) for h in clients})
+        say(f"client clocks: max skew {clocks['maxSkewMs']:.2f} ms (reading error ±{clocks['readingErrorMs']:.2f} ms)")
     rdirs = {h.name: posixpath.join(h.work_dir, "bench", tag) for h in clients}
     procs: dict[str, subprocess.Popen] = {}
     with tempfile.TemporaryDirectory(prefix="sb-run-") as tmp:
@@ -184,6 +241,9 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                                       *map(str, parts)], capture_output=True, text=True, timeout=600)
                 if res.returncode != 0 or not merged.is_file():
                     raise TestbedError(f"omb-merge failed: {(res.stderr.strip().splitlines() or [''])[-1]}")
+                doc = json.loads(merged.read_text())
+                doc.setdefault("x-streambench", {})["clientClocks"] = clocks  # the skew its e2e latencies carry
+                atomic_write_text(merged, json.dumps(doc, indent=2))
             pdir = output.with_suffix(".parts")
             shutil.rmtree(pdir, ignore_errors=True)
             pdir.mkdir(parents=True)

@@ -82,3 +82,32 @@ def test_a_host_never_ready_is_named_at_the_deadline(sshd, tmp_path):
             p.kill()
     msg = str(e.value)
     assert "\n" not in msg and hosts[1][0].name in msg and hosts[0][0].name not in msg and "not ready 3 s" in msg
+
+
+@needs_sshd
+def test_client_clocks_are_read_over_ssh_and_a_skewed_one_is_refused_naming_both_hosts(sshd, tmp_path, monkeypatch):
+    from testbeds import runner
+    hosts = [h for h, _ in _hosts(tmp_path, sshd)]
+    first = runner.clock_offset(hosts[0])
+    assert abs(first["offsetMs"]) <= first["rttMs"] / 2 + 5 and first["rttMs"] < 1000, first  # one machine: ~0
+    # the second host's clock runs 2 s ahead (far beyond any round trip of a loaded machine)
+    monkeypatch.setattr(runner, "CLOCK_COMMAND", runner.CLOCK_COMMAND.replace("repr(time.time())",
+                                                                              "repr(time.time() + 2.0)"))
+    second = runner.clock_offset(hosts[1])
+    assert 2000 - second["rttMs"] / 2 - 5 <= second["offsetMs"] <= 2000 + second["rttMs"] / 2 + 5, second
+    clocks = {hosts[0].name: first, hosts[1].name: second}
+    with pytest.raises(util.TestbedError) as e:
+        runner.check_clocks(clocks, bound_ms=50)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"client clocks: {hosts[1].name} is 2") and f"ahead of {hosts[0].name}" in msg
+    assert runner.check_clocks(clocks, bound_ms=5000)["maxSkewMs"] == pytest.approx(2000, abs=first["rttMs"] + second["rttMs"] + 10)
+
+
+def test_the_reading_error_counts_for_the_clocks():
+    from testbeds import runner
+    # 60 ms apart but each reading uncertain by 25 ms (round trips of 50 ms): not provably above a 50-ms bound
+    c = {"a": {"offsetMs": 0.0, "rttMs": 50.0}, "b": {"offsetMs": 60.0, "rttMs": 50.0}}
+    assert runner.check_clocks(c, 50)["maxSkewMs"] == 60.0
+    c["b"]["rttMs"] = 2.0
+    with pytest.raises(util.TestbedError):
+        runner.check_clocks({"a": {"offsetMs": 0.0, "rttMs": 2.0}, "b": {"offsetMs": 60.0, "rttMs": 2.0}}, 50)
