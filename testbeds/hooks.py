@@ -11,6 +11,7 @@ changes.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -39,6 +40,34 @@ def keep_parts(tmp_out: Path, result: Path) -> None:
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(parts), str(dest))
+
+
+def server_disks(inventory: str) -> list[dict]:
+    """Each server host's data directories (one per file system) with their file system's size, use and free space
+    in bytes, read with df over ssh: [{host, path, total, used, free}]. A host that does not answer, or a directory
+    df cannot read, is a TestbedError naming the host."""
+    from testbeds import inventory as inv_mod, remote
+    from testbeds.util import TestbedError
+    inv = inv_mod.load(inventory)
+    out = []
+    for h in inv.servers:
+        dirs = sorted(set(h.data_dirs.values()))
+        # the nearest existing ancestor: a directory prepare has not made yet lies on its parent's file system
+        probe = " ".join(f'd={shlex.quote(d)}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
+                         f'df -B1 --output=size,used,avail "$d" | tail -n 1;' for d in dirs)
+        res = remote.ssh(h, probe, timeout=60, check=False)
+        rows = [ln.split() for ln in res.stdout.splitlines() if ln.strip()]
+        if res.returncode != 0 or len(rows) != len(dirs) or any(len(r) != 3 for r in rows):
+            raise TestbedError(f"host {h.name}: cannot read the free space of {', '.join(dirs)} with df: "
+                               f"{(res.stderr.strip().splitlines() or [''])[-1]}")
+        seen = set()
+        for d, (size, used, avail) in zip(dirs, rows):
+            key = (size, used, avail)  # directories on one file system share it: count it once
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({"host": h.name, "path": d, "total": int(size), "used": int(used), "free": int(avail)})
+    return out
 
 
 def host_pids(inventory: str | None) -> tuple[Callable[[], list[int]], Callable[[], list[int]]] | str | None:

@@ -140,13 +140,19 @@ def check_disk(path: Path, need: float, limits: dict, what: str) -> dict:
     """Refuse (DiskShort, one line with both numbers) when path's file system cannot take `need` bytes and still
     stay below the stop threshold (itself below BookKeeper's read-only threshold) with disk_min_free_gb free."""
     du = shutil.disk_usage(path)
+    return check_space(str(path), du.total, du.used, du.free, need, limits, what)
+
+
+def check_space(where: str, total: float, used: float, free: float, need: float, limits: dict, what: str) -> dict:
+    """check_disk's rule for a file system known by its numbers (bytes): a local path, or a server host's data
+    directory read with df over ssh (`where` names it: host:path)."""
     stop = min(limits["disk_stop_used_fraction"], BOOKIE_READONLY_FRACTION)
-    usable = min(stop * du.total - du.used, du.free - limits["disk_min_free_gb"] * 1e9)
-    info = {"path": str(path), "totalBytes": du.total, "freeBytes": du.free, "needBytes": int(need),
+    usable = min(stop * total - used, free - limits["disk_min_free_gb"] * 1e9)
+    info = {"path": where, "totalBytes": int(total), "freeBytes": int(free), "needBytes": int(need),
             "usableBytes": int(usable)}
     if need > usable:
-        raise DiskShort(f"disk: {what} needs about {need / 1e9:.1f} GB on {path}, but only {max(0, usable) / 1e9:.1f} GB "
-                        f"can be used there ({du.free / 1e9:.1f} GB free of {du.total / 1e9:.1f} GB; runs stop at "
+        raise DiskShort(f"disk: {what} needs about {need / 1e9:.1f} GB on {where}, but only {max(0, usable) / 1e9:.1f} GB "
+                        f"can be used there ({free / 1e9:.1f} GB free of {total / 1e9:.1f} GB; runs stop at "
                         f"{stop:.0%} full, BookKeeper turns read-only at {BOOKIE_READONLY_FRACTION:.0%})")
     return info
 

@@ -198,12 +198,26 @@ class Clusters:
                     c.is_dir() and c.name != "logs" for nd in (d / "nodes").iterdir() if nd.is_dir() for c in nd.iterdir()):
                 self._purge(d, log)
 
+    def check_disk(self, need_bytes: float, what: str) -> list[dict]:
+        """The cluster's bytes against the file systems that will hold them, before anything starts: this machine's
+        clusters directory, or on an inventory's hosts each server's data directories (read with df over ssh),
+        each server taking its share (the replicas spread over the servers). DiskShort names the host and path."""
+        if self.inventory is None:
+            return [guard.check_disk(self.base, need_bytes, self.limits, what)]
+        try:
+            disks = hooks.server_disks(self.inventory)
+        except Exception as exc:  # noqa: BLE001 - an unreachable host: one line, the cell fails
+            raise CellFailure("disk", f"disk: {exc}", "set-up") from None
+        servers = len({d["host"] for d in disks}) or 1
+        return [guard.check_space(f"{d['host']}:{d['path']}", d["total"], d["used"], d["free"], need_bytes / servers,
+                                  self.limits, f"{what} ({1 / servers:.0%} of it per server)") for d in disks]
+
     def ensure(self, run: plan.Run, log: Path, need_bytes: float = 0.0, up_args: tuple[str, ...] = ()) -> Path:
         cur = self.read()
         if (cur and cur["key"] == run.cluster_key and cur.get("inventory") == self.inventory
                 and self.running(cur["dir"], cur.get("inventory"))):
             try:
-                guard.check_disk(self.base, need_bytes, self.limits, f"cell {run.key}")
+                self.check_disk(need_bytes, f"cell {run.key}")
             except guard.DiskShort as exc:
                 raise CellFailure("disk", str(exc), "set-up") from None
             return Path(cur["dir"])
@@ -212,8 +226,8 @@ class Clusters:
         self.collect_garbage(log)
         storage = (self.limits.get("_storage") or {}).get(run.system, {})
         try:
-            guard.check_disk(self.base, need_bytes + guard.fixed_need_bytes(run.system, storage), self.limits,
-                             f"a {run.system} cluster and cell {run.key}")
+            self.check_disk(need_bytes + guard.fixed_need_bytes(run.system, storage),
+                            f"a {run.system} cluster and cell {run.key}")
         except guard.DiskShort as exc:
             raise CellFailure("disk", str(exc), "set-up") from None
         rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
