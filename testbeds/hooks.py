@@ -70,13 +70,20 @@ def server_disks(inventory: str) -> list[dict]:
     return out
 
 
+def remote_sampler(inventory: str, limits: dict):
+    """A sampler of every host of the inventory over ssh (testbeds/hostsample.py), for hosts elsewhere."""
+    from testbeds import hostsample, inventory as inv_mod
+    return hostsample.RemoteSampler(inv_mod.load(inventory), limits)
+
+
 def host_pids(inventory: str | None) -> tuple[Callable[[], list[int]], Callable[[], list[int]]] | str | None:
     """What the host sampler of workloads/run.py can attribute on this machine's CPU.
 
     None without an inventory: the caller knows its cluster's and its runner's process groups. On a lab (hosts
     that are network namespaces of this machine) two functions listing the pids in the server hosts' and in the
     client hosts' namespaces: the cluster's and the runners' CPU, everything else being other work. "remote"
-    for hosts elsewhere (aws): this machine's CPU says nothing about theirs, and no sample is taken."""
+    for hosts elsewhere (aws, your own machines): this machine's CPU says nothing about theirs; each host is sampled
+    over ssh instead (remote_sampler)."""
     if inventory is None:
         return None
     from testbeds import inventory as inv_mod, lab

@@ -288,10 +288,10 @@ class HostSampler(threading.Thread):
         if len(ss) < 2:
             return None
         a, b = ss[0], ss[-1]
-        hz = os.sysconf("SC_CLK_TCK")
+        hz = a.get("hz") or os.sysconf("SC_CLK_TCK")  # a remote host's samples carry its own (testbeds/hostsample.py)
         secs = b["t"] - a["t"]
         dtot = max(1, b["total"] - a["total"])
-        cores = os.cpu_count() or 1
+        cores = a.get("cores") or os.cpu_count() or 1
         busy = 1 - (b["idle"] - a["idle"]) / dtot
 
         def used(key):  # a process group's jiffies only grow; a member that exits drops out of the sum, so add rises only
@@ -362,11 +362,13 @@ def validity(host: dict | None, result: dict, limits: dict) -> dict:
     runner fell behind its own schedule (the measured phase missed its rate while the producers lagged)."""
     reasons = []
     if host:
+        on = f" ({host['foreignHost']})" if host.get("foreignHost") else ""
         if host["foreignCores"] > limits["suspect_foreign_cpu_cores"]:
-            reasons.append(f"the host ran other work: {host['foreignCores']} cores beside the cluster and the runner "
+            reasons.append(f"the host{on} ran other work: {host['foreignCores']} cores beside the cluster and the runner "
                            f"(bound {limits['suspect_foreign_cpu_cores']})")
         if host["stealPercent"] > limits["suspect_steal_percent"]:
-            reasons.append(f"CPU steal {host['stealPercent']} % (bound {limits['suspect_steal_percent']} %)")
+            where = f" on {host['stealHost']}" if host.get("stealHost") else ""
+            reasons.append(f"CPU steal {host['stealPercent']} %{where} (bound {limits['suspect_steal_percent']} %)")
     x = result.get("x-streambench") or {}
     mp = x.get("measuredPhase") or {}
     pd = mp["publishDelayP99Micros"] / 1000.0 if mp.get("publishDelayP99Micros") is not None else None

@@ -266,7 +266,7 @@ def replicas_of(driver: Path) -> int:
 
 
 def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, rundir: Path, data_path: Path,
-               limits: dict, host_view=None) -> tuple[int, guard.HostSampler, str | None, float]:
+               limits: dict, host_view=None, inventory: str | None = None) -> tuple[int, guard.HostSampler, str | None, float]:
     """Run the runner in its own process group with a wall-clock bound and the disk watched; host_view is what
     testbeds/hooks.host_pids says of the hosts (None: this machine). Returns (exit code, the host sampler, why it
     was stopped or None, elapsed seconds)."""
@@ -282,14 +282,14 @@ def run_runner(cmd: list[str], log: Path, runner_log: Path, deadline: float, run
         fh.flush()
         p = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True)
-    if host_view is None:  # this machine: the cluster's process groups and the runner's
-        cluster_pids, runner_pids = guard.group_pids(cluster_pgids), guard.group_pids({p.pid})
-    elif host_view == "remote":  # hosts elsewhere: this machine's CPU is not theirs (the disk is still watched)
-        cluster_pids = runner_pids = None
-    else:  # a lab: the server hosts' and the client hosts' namespaces (the ssh client here is the runner's too)
-        own = guard.group_pids({p.pid})
-        cluster_pids, runner_pids = host_view[0], (lambda: own() + host_view[1]())
-    sampler = guard.HostSampler(cluster_pids, runner_pids, data_path, limits)
+    cluster_pids, runner_pids = guard.group_pids(cluster_pgids), guard.group_pids({p.pid})  # this machine's
+    if host_view == "remote":  # hosts elsewhere: each is sampled on itself, over ssh (its disks too)
+        sampler = hooks.remote_sampler(inventory, limits)
+    else:
+        if host_view is not None:  # a lab: the server hosts' and the client hosts' namespaces (the ssh client here is
+            own = guard.group_pids({p.pid})  # the runner's too)
+            cluster_pids, runner_pids = host_view[0], (lambda: own() + host_view[1]())
+        sampler = guard.HostSampler(cluster_pids, runner_pids, data_path, limits)
     sampler.start()
     t0 = time.monotonic()
     # the runner ends itself at its deadline (exit 3, after a bounded clean-up); past that and this grace it is killed
@@ -352,7 +352,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         cmd = hooks.runner_cmd(str(RUNNER), inventory=inventory) + ["--workload", str(wl_file), "--driver", str(drv_file),
                "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
                "--deadline-seconds", str(deadline)]
-        rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits, host_view)
+        rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits, host_view,
+                                                   inventory)
         record["runnerSeconds"] = round(elapsed, 1)
         record["diskPeakUsedBytes"] = sampler.peak_used
         if stopped == "disk":
@@ -369,8 +370,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         x = res.setdefault("x-streambench", {})
         t0 = _epoch(x.get("measurementStartTime"))
         t1 = _epoch(x.get("measurementEndTime"))
-        # hosts elsewhere (aws): no sample of theirs here, so no host-based verdict (the runner's still applies)
-        host = sampler.summary(t0, t1) if host_view != "remote" else None
+        # hosts elsewhere were sampled on themselves (the busiest host's numbers, each host's under `hosts`)
+        host = sampler.summary(t0, t1)
         gc_logs = {n: f for d in hooks.node_dirs(rundir, inventory) for n, f in guard.node_gc_logs(d).items()}
         gc = guard.gc_pauses(gc_logs, t0, t1) if t0 and t1 else {}
         val = guard.validity(host, res, limits)

@@ -1,0 +1,84 @@
+"""Host sampling on an inventory's hosts (issue 29: host sampling on every host; issue 30, blocker 9): each host is
+sampled on itself over ssh, its cluster and runner processes found from the pid records sbnode.py writes. Here every
+"host" is this machine behind a real sshd, each with its own work directory: a busy process recorded as a node of
+server-1's cluster is server-1's cluster CPU, and the same process is other work to every other host."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from testbeds import hostsample, inventory
+from testbeds.tests.localsshd import inventory_doc, needs_sshd
+from workloads import guard
+
+
+def _inv(tmp_path, sshd):
+    sshd.start()
+    doc = inventory_doc(tmp_path, sshd)
+    for h in doc["hosts"]:
+        os.makedirs(h["dataDirs"]["log"], exist_ok=True)
+    return inventory.check(doc, tmp_path / "inventory.json")
+
+
+def _busy(seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()\nwhile time.time()-t<{seconds}: pass"],
+                            start_new_session=True)
+
+
+@needs_sshd
+def test_each_host_attributes_cpu_from_its_own_pid_records(sshd, tmp_path):
+    inv = _inv(tmp_path, sshd)
+    server = inv.servers[0]
+    busy = _busy(6)
+    try:
+        rec = tmp_path / "hosts" / server.name / "opt" / "streambench" / "runs" / "c1" / "pids" / "kafka-1.json"
+        rec.parent.mkdir(parents=True)
+        rec.write_text(json.dumps({"node": "kafka-1", "pid": busy.pid, "pgid": busy.pid}))
+        s = hostsample.RemoteSampler(inv, guard.limits_with_defaults({}), interval=0.25)
+        s.start()
+        time.sleep(4)
+        s.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    mine = s.host_summary(server.name)
+    other = s.host_summary(inv.clients[0].name)
+    assert mine and other, (s.samples, s.errors)
+    assert mine["cores"] == os.cpu_count() and mine["clusterCores"] > 0.3, mine  # one busy core, its own node
+    assert other["clusterCores"] == 0 and other["foreignCores"] > 0.3, other  # the same process: not client-1's
+    summ = s.summary()
+    assert set(summ["hosts"]) == {h.name for h in inv.hosts} and summ["unsampled"] == []
+    assert summ["foreignHost"] != server.name and summ["foreignCores"] > 0.3
+    v = guard.validity(summ, {}, guard.limits_with_defaults({"suspect_foreign_cpu_cores": 0.25}))
+    assert v["status"] == "suspect" and f"the host ({summ['foreignHost']}) ran other work" in v["reasons"][0]
+    assert all(d[0] == server.data_dirs["log"] for smp in s.samples[server.name] for d in smp["disks"])
+
+
+@needs_sshd
+def test_a_full_data_file_system_on_a_server_is_reported_naming_host_and_path(sshd, tmp_path):
+    inv = _inv(tmp_path, sshd)
+    seen = []
+    # a free-space floor no disk meets: the first sample of a server's data directory trips it
+    s = hostsample.RemoteSampler(inv, guard.limits_with_defaults({"disk_min_free_gb": 1e9}), on_disk_full=seen.append,
+                                 interval=0.25)
+    s.start()
+    deadline = time.time() + 20
+    while not s.disk_full and time.time() < deadline:
+        time.sleep(0.1)
+    s.stop()
+    assert s.disk_full and len(seen) == 1 and s.peak_used > 0
+    assert any(f"{h.name}:{h.data_dirs['log']}" in s.disk_full for h in inv.servers), s.disk_full
+    # the samplers ended with their connections: nothing of them is left
+    left = subprocess.run(["pgrep", "-f", "stop.wait"], capture_output=True, text=True).stdout.split()
+    assert left == [], left
+
+
+def test_the_summary_is_none_without_samples(tmp_path):
+    doc = {"schemaVersion": 1, "testbed": "hosts", "id": "x", "ssh": {"user": "root", "privateKey": "/k"},
+           "hosts": [{"name": f"s{i}", "roles": ["server"], "address": "10.0.0.1", "dataDirs": {"log": "/d"}}
+                     for i in range(3)] + [{"name": "c", "roles": ["client"], "address": "10.0.0.2"}]}
+    s = hostsample.RemoteSampler(inventory.check(doc, tmp_path / "i.json"), guard.limits_with_defaults({}))
+    assert s.summary() is None
