@@ -58,6 +58,8 @@ class Host:
     ssh_address: str
     facts: dict[str, Any] | None
     raw: dict[str, Any]
+    # the network namespace the host is reached from (a lab's controller namespace; None: this one)
+    via_netns: str | None = None
 
     def data_dir(self, role: str) -> str:
         """The directory of a disk role; journal and ledger fall back to log (a one-disk host)."""
@@ -177,7 +179,8 @@ def check(doc: Any, path: Path | str) -> Inventory:
         _check_host_keys(h, ssh, where, path)
         hosts.append(Host(name=h["name"], roles=tuple(h["roles"]), address=h["address"], root=root,
                           work_dir=posixpath.normpath(work), data_dirs=dict(data_dirs), ssh=ssh,
-                          ssh_address=h.get("publicAddress") or h["address"], facts=h.get("facts"), raw=h))
+                          ssh_address=h.get("publicAddress") or h["address"], facts=h.get("facts"), raw=h,
+                          via_netns=(doc.get("provider") or {}).get("controllerNetns")))
     inv = Inventory(path=path, doc=doc, hosts=tuple(hosts))
     for role, need in (("server", MIN_SERVERS), ("client", MIN_CLIENTS)):
         have = len(inv.with_role(role))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .inventory import Host, Inventory
-from .util import TestbedError, atomic_write_json, cache_dir
+from .util import TestbedError, atomic_write_json, cache_dir, in_controller
 
 HERE = Path(__file__).resolve().parent
 ANSIBLE_DIR = HERE / "ansible"
@@ -65,8 +65,14 @@ def ssh_options(h: Host) -> list[str]:
     return opts
 
 
+def via(h: Host) -> list[str]:
+    """The prefix that runs a command where the host is reachable: a lab's hosts exist only inside its controller's
+    network namespace (a testbeds command re-executes itself there; a caller such as workloads/run.py does not)."""
+    return ["ip", "netns", "exec", h.via_netns] if h.via_netns and not in_controller(h.via_netns) else []
+
+
 def ssh_cmd(h: Host, command: str) -> list[str]:
-    return ["ssh", *ssh_options(h), f"{h.ssh['user']}@{h.ssh_address}", command]
+    return [*via(h), "ssh", *ssh_options(h), f"{h.ssh['user']}@{h.ssh_address}", command]
 
 
 def ssh(h: Host, command: str, *, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -88,7 +94,7 @@ def ssh(h: Host, command: str, *, timeout: float = 120, check: bool = True) -> s
 def scp_from(h: Host, remote: str, local: Path, timeout: float = 300) -> None:
     opts = [o.replace("-p", "-P") if o == "-p" else o for o in ssh_options(h)]
     local.parent.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["scp", "-q", *opts, f"{h.ssh['user']}@{h.ssh_address}:{remote}", str(local)],
+    res = subprocess.run([*via(h), "scp", "-q", *opts, f"{h.ssh['user']}@{h.ssh_address}:{remote}", str(local)],
                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if res.returncode != 0:
         why = (res.stderr.strip().splitlines() or ["scp failed"])[-1]
@@ -97,7 +103,7 @@ def scp_from(h: Host, remote: str, local: Path, timeout: float = 300) -> None:
 
 def scp_to(h: Host, local: Path, remote: str, timeout: float = 300) -> None:
     opts = [o.replace("-p", "-P") if o == "-p" else o for o in ssh_options(h)]
-    res = subprocess.run(["scp", "-q", *opts, str(local), f"{h.ssh['user']}@{h.ssh_address}:{remote}"],
+    res = subprocess.run([*via(h), "scp", "-q", *opts, str(local), f"{h.ssh['user']}@{h.ssh_address}:{remote}"],
                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if res.returncode != 0:
         why = (res.stderr.strip().splitlines() or ["scp failed"])[-1]

@@ -90,3 +90,15 @@ def test_stale_lab_removed_by_next_up(tmp_path):
     assert not [n for n in lab.netns_list() if n.startswith("sbl-g12-")]
     assert not (tmp_path / "g12").exists()
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_caller_outside_the_controller_namespace_reaches_the_hosts(inv):
+    """workloads/run.py runs in this machine's own namespace, where a lab's addresses do not exist: its ssh calls
+    (the servers' disk check, the clocks, the samplers) go through the controller's namespace by themselves."""
+    from testbeds import hooks, remote
+    from testbeds import inventory as inv_mod
+    i = inv_mod.load(inv)
+    assert remote.via(i.hosts[0])[:3] == ["ip", "netns", "exec"]  # this test process is not in it
+    disks = hooks.server_disks(str(inv))
+    assert [d["host"] for d in disks] == [h.name for h in i.servers]
+    assert remote.ssh(i.clients[0], "hostname").stdout.strip() == i.clients[0].name
