@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -100,11 +101,31 @@ def host_pids(inventory: str | None) -> tuple[Callable[[], list[int]], Callable[
 
 def node_dirs(rundir: Path, inventory: str | None) -> list[Path]:
     """The directories holding a cluster's nodes/<node>/ on this machine: the run directory itself, or on a lab
-    (one shared file system) each server host's run directory as recorded in remote.json; none for remote hosts."""
+    (one shared file system) each server host's run directory as recorded in remote.json; for hosts elsewhere, a
+    copy of their nodes' GC logs fetched over ssh into RUNDIR/host-logs/<host>/ (what guard.gc_pauses reads)."""
     if inventory is None:
         return [rundir]
     try:
-        remote = json.loads((rundir / "remote.json").read_text())
-        return [Path(d) for d in remote["sb_cluster"]["rundir"].values() if Path(d).is_dir()]
+        rem = json.loads((rundir / "remote.json").read_text())
+        dirs = rem["sb_cluster"]["rundir"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
+    from testbeds import inventory as inv_mod, remote
+    inv = inv_mod.load(inventory)
+    if inv.provider.get("sharedFilesystem"):  # a lab: the hosts' files are this machine's
+        return [Path(d) for d in dirs.values() if Path(d).is_dir()]
+    out = []
+    for h in inv.servers:
+        if h.name not in dirs:
+            continue
+        dest = rundir / "host-logs" / h.name
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        cmd = remote.ssh_cmd(h, f"cd {shlex.quote(dirs[h.name])} && tar cf - nodes/*/logs/gc.log* 2>/dev/null || true")
+        ssh = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        tar = subprocess.run(["tar", "xf", "-", "-C", str(dest)], stdin=ssh.stdout, capture_output=True, timeout=300)
+        ssh.stdout.close()
+        ssh.wait(60)
+        if tar.returncode == 0 and (dest / "nodes").is_dir():
+            out.append(dest)
+    return out

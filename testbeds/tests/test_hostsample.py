@@ -82,3 +82,30 @@ def test_the_summary_is_none_without_samples(tmp_path):
                      for i in range(3)] + [{"name": "c", "roles": ["client"], "address": "10.0.0.2"}]}
     s = hostsample.RemoteSampler(inventory.check(doc, tmp_path / "i.json"), guard.limits_with_defaults({}))
     assert s.summary() is None
+
+
+@needs_sshd
+def test_the_nodes_gc_logs_of_hosts_elsewhere_are_fetched_for_the_pause_check(sshd, tmp_path):
+    """guard.gc_pauses reads node GC logs; on hosts without a shared file system they are copied over ssh first."""
+    import datetime as dt
+    from testbeds import hooks
+    inv = _inv(tmp_path, sshd)
+    f = tmp_path / "inventory.json"
+    f.write_text(json.dumps(inv.doc))
+    remote_dirs = {}
+    t = dt.datetime.now(dt.timezone.utc)
+    for i, h in enumerate(inv.servers):
+        rd = tmp_path / "hosts" / h.name / "opt" / "streambench" / "runs" / "c1"
+        logs = rd / "nodes" / f"kafka-{i + 1}" / "logs"
+        logs.mkdir(parents=True)
+        stamp = t.strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+        (logs / "gc.log").write_text(f"[{stamp}][info][gc] GC(3) Pause Young (Normal) 12M->4M(64M) {5 + i}.250ms\n")
+        remote_dirs[h.name] = str(rd)
+    rundir = tmp_path / "controller-run"
+    rundir.mkdir()
+    (rundir / "remote.json").write_text(json.dumps({"sb_cluster": {"rundir": remote_dirs}}))
+    dirs = hooks.node_dirs(rundir, str(f))
+    assert dirs == [rundir / "host-logs" / h.name for h in inv.servers]
+    logs = {n: fs for d in dirs for n, fs in guard.node_gc_logs(d).items()}
+    pauses = guard.gc_pauses(logs, t.timestamp() - 5, t.timestamp() + 5)
+    assert pauses == {"kafka-1": 5.25, "kafka-2": 6.25, "kafka-3": 7.25}
