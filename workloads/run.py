@@ -424,6 +424,16 @@ def forget_failed(status_root: Path) -> int:
     return n
 
 
+def terminate_on_signals() -> None:
+    """SIGTERM and SIGHUP (a killed workflow, a closed terminal, Snakemake stopping its jobs) end this process the way
+    Ctrl-C does: as a KeyboardInterrupt, so run_runner stops the runner's process group (on an inventory's hosts, the
+    runners there with it) instead of leaving it running."""
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.run", description=__doc__.splitlines()[0])
     ap.add_argument("--clusters", required=True, help="directory holding the running cluster (data/runs/<testbed>/clusters)")
@@ -470,6 +480,7 @@ def main(argv=None) -> int:
                if getattr(a, k) is None]
     if missing:
         ap.error("missing " + ", ".join("--" + m for m in missing))
+    terminate_on_signals()
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, a.variant or None, a.workload, a.rate, a.rep, exps, a.default_tuning)
     rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), clusters, Path(a.log), Path(a.driver),

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from workloads import run as wrun
 from workloads import summary
 
@@ -47,3 +49,45 @@ def test_summary_counts_and_filters_by_experiment(tmp_path):
     assert (s["runs"], s["ok"], s["failed"], s["runSeconds"], s["duplicatedMessages"]) == (2, 1, 1, 40.0, 2)
     assert s["failures"][0]["error"] == ["boom"] and s["results"] == ["r.json"]
     assert summary.summarise(d, "E2")["runs"] == 1
+
+
+def test_sigterm_of_the_cell_stops_its_runner(tmp_path):
+    """A SIGTERM to `python -m workloads.run` (not only Ctrl-C) stops the runner's process group: a multi-host
+    runner (python -m testbeds run) outlived a terminated cell before."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    pidfile = tmp_path / "runner.pid"
+    script = f"""
+import sys, time
+from pathlib import Path
+from workloads import guard, run
+run.terminate_on_signals()
+cmd = [sys.executable, "-c", "import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)"]
+run.run_runner(cmd, Path({str(tmp_path / 'cell.log')!r}), Path({str(tmp_path / 'runner.log')!r}), 600,
+               Path({str(tmp_path)!r}), Path({str(tmp_path)!r}), guard.limits_with_defaults({{}}))
+"""
+    cell = subprocess.Popen([sys.executable, "-c", script], cwd=wrun.ROOT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not pidfile.exists() or not pidfile.read_text():
+            assert cell.poll() is None and time.time() < deadline
+            time.sleep(0.1)
+        runner_pid = int(pidfile.read_text())
+        cell.send_signal(signal.SIGTERM)
+        assert cell.wait(30) != 0
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                os.kill(runner_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(runner_pid, signal.SIGKILL)
+            pytest.fail("the runner outlived its terminated cell")
+    finally:
+        if cell.poll() is None:
+            cell.kill()
+            cell.wait()
