@@ -176,10 +176,8 @@ def read_stat_irq() -> tuple[int, int, int, int]:
 PF_KTHREAD = 0x00200000  # task flag of a kernel thread (include/linux/sched.h)
 
 
-def kernel_thread_cpu() -> int:
-    """CPU jiffies (utime + stime) of the host's kernel threads now: the kworkers, journal (jbd2), loop, block and
-    ksoftirqd threads that write and fsync the clusters' data and carry their loopback traffic."""
-    t = 0
+def _all_stats():
+    """(pid, the fields of /proc/PID/stat after the command name) of every process now."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -187,10 +185,13 @@ def kernel_thread_cpu() -> int:
             s = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
-        rest = s[s.rindex(")") + 2:].split()
-        if int(rest[6]) & PF_KTHREAD:
-            t += int(rest[11]) + int(rest[12])
-    return t
+        yield int(d), s[s.rindex(")") + 2:].split()
+
+
+def kernel_thread_cpu() -> int:
+    """CPU jiffies (utime + stime) of the host's kernel threads now: the kworkers, journal (jbd2), loop, block and
+    ksoftirqd threads that write and fsync the clusters' data and carry their loopback traffic."""
+    return sum(int(rest[11]) + int(rest[12]) for _, rest in _all_stats() if int(rest[6]) & PF_KTHREAD)
 
 
 def _proc_cpu(pids) -> int:
@@ -206,18 +207,7 @@ def _proc_cpu(pids) -> int:
 
 
 def _group_pids(pgids: set[int]) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            s = Path(f"/proc/{d}/stat").read_text()
-        except OSError:
-            continue
-        rest = s[s.rindex(")") + 2:].split()
-        if int(rest[2]) in pgids:
-            out.append(int(d))
-    return out
+    return [pid for pid, rest in _all_stats() if int(rest[2]) in pgids]
 
 
 def group_pids(pgids: set[int]):
