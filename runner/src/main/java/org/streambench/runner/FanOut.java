@@ -151,7 +151,12 @@ final class FanOut {
      * was ready (the time set-up needs for producers and Kafka's group check). Returns that start (epoch ms).
      */
     long barrier(String dir, int index, int count, BooleanSupplier abort, boolean coordinated) throws Exception {
-        return Barrier.await(dir, index, count, 10_000, (deadlineSeconds + 300) * 1000L, abort, coordinated);
+        return Barrier.await(dir, index, count, 10_000, barrierDeadlineMs(), abort, coordinated);
+    }
+
+    /** How long a process waits at the start barrier for the others to connect their consumers. */
+    long barrierDeadlineMs() {
+        return (deadlineSeconds + 300) * 1000L;
     }
 
     int connectedCount() {

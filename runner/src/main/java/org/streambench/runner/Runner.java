@@ -293,7 +293,9 @@ public final class Runner {
             if (fan.connectedCount() < fanIdx)
                 warnings.add((fanIdx - fan.connectedCount()) + " consumers never connected within " + w.fanOutDeadlineSeconds
                         + " s (x-streambench.fanOut.neverConnected); their subscriptions are left out of the audit");
-            if (o.barrier != null) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort, o.barrierCoordinated);
+            // a directory barrier agrees here, once the consumers are connected; a coordinated one (hosts that share
+            // no file system) below, once this process is wholly set up, because the coordinator's lead is short
+            if (o.barrier != null && !o.barrierCoordinated) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort, false);
         }
         if (!expected.isEmpty()) driver.waitConsumersReady(expected, 120_000);
         Log.info("consumers ready: " + (tailingConsumers.size() + catchUpConsumers.size()) + " in this process");
@@ -309,8 +311,9 @@ public final class Runner {
             }
         Log.info("producers ready: " + mine.size() + " in this process");
         // several processes without a fan-out: agree on the start once every process has its producers
-        if (o.barrier != null && fan == null)
-            o.startAt = Barrier.await(o.barrier, o.index, o.count, 2_000, 300_000L, () -> abort, o.barrierCoordinated);
+        if (o.barrier != null && (fan == null || o.barrierCoordinated))
+            o.startAt = Barrier.await(o.barrier, o.index, o.count, 2_000, fan != null ? fan.barrierDeadlineMs() : 300_000L,
+                    () -> abort, o.barrierCoordinated);
         double processShare = (double) mine.size() / totalProducers;
         boolean discovery = w.producerRate == 0;
         double globalRate = discovery ? w.discoveryInitialRate : w.producerRate;
