@@ -220,16 +220,18 @@ def test_two_processes_merge_exactly(cluster, tmp_path):
 
 
 @pytest.mark.integration
-def test_two_processes_with_a_coordinated_barrier_start_when_the_coordinator_says(cluster, tmp_path):
+@pytest.mark.parametrize("workload", [STEADY, FANOUT], ids=["steady", "fanout"])
+def test_two_processes_with_a_coordinated_barrier_start_when_the_coordinator_says(cluster, tmp_path, workload):
     """--barrier DIR --barrier-coordinated, as on client hosts that share no file system: each process marks itself
-    ready in its own directory and starts at the time a coordinator (here the test; testbeds/runner.py over ssh)
-    writes into every directory once it has seen both ready."""
+    ready in its own directory once wholly set up (a fan-out process: its consumers connected and ready, its producer
+    made) and starts at the time a coordinator (here the test; testbeds/runner.py over ssh) writes into every
+    directory once it has seen both ready."""
     system, cj, cobj = cluster
     start_at = int(time.time() * 1000)
     dirs = [tmp_path / f"host-{i}" / "barrier" for i in range(2)]
     procs = []
     for i in range(2):
-        cmd = [str(OMB_RUN), "--workload", str(STEADY), "--driver", str(DRIVERS[system]), "--cluster", str(cj),
+        cmd = [str(OMB_RUN), "--workload", str(workload), "--driver", str(DRIVERS[system]), "--cluster", str(cj),
                "--output", str(tmp_path / f"part-{i}.json"), "--log", str(tmp_path / f"part-{i}.log"),
                "--process-index", str(i), "--process-count", "2", "--start-at", str(start_at),
                "--barrier", str(dirs[i]), "--barrier-coordinated"]
