@@ -123,13 +123,18 @@ def _remote_cmd(h: Host, rdir: str, rev: str, dirty, i: int, n: int, start_at: i
 def coordinate_start(hosts: list[tuple[Host, str]], alive, deadline_s: float, lead_ms: int = START_LEAD_MS,
                      poll_s: float = 5.0, ssh=None) -> int:
     """The coordinator of a coordinated barrier: waits until process i has written `ready-i` in its host's barrier
-    directory, for each (host, barrier dir) of hosts (process i is hosts[i]); then writes the start time (epoch ms,
-    lead_ms from now) into `go` in every directory (atomically: written aside, then renamed) and returns it.
-    alive() is false once a runner process has ended (it failed before the start): then TestbedError at once;
-    past deadline_s, TestbedError naming the hosts not ready."""
+    directory, for each (host, barrier dir) of hosts (process i is hosts[i]); then writes the start time (epoch ms)
+    into `go` in every directory at once (one thread a host; written aside, then renamed) and returns it. The start
+    lies lead_ms ahead, or three times the slowest ssh call seen so far plus a second when that is longer (a host
+    busy connecting thousands of consumers answers slowly, and a start it reads late fails its run). alive() is
+    false once a runner process has ended (it failed before the start): then TestbedError at once; past
+    deadline_s, TestbedError naming the hosts not ready."""
+    import threading
+
     ssh = ssh or remote.ssh
     deadline = time.monotonic() + deadline_s
     waiting = list(range(len(hosts)))
+    slowest = 0.0  # seconds of the slowest ssh call that returned at once (a ready mark found)
     while waiting:
         if not alive():
             raise TestbedError("a runner process ended before every process was ready: "
@@ -142,14 +147,33 @@ def coordinate_start(hosts: list[tuple[Host, str]], alive, deadline_s: float, le
         # wait on the host itself, up to poll_s, so a ready process is seen within 0.1 s without an ssh per check
         f = shlex.quote(f"{bdir}/ready-{i}")
         tries = max(1, int(poll_s / 0.1))
-        r = ssh(h, f"for _ in $(seq {tries}); do [ -f {f} ] && exit 0; sleep 0.1; done; exit 1",
-                timeout=poll_s + 60, check=False)
+        t0 = time.monotonic()
+        r = ssh(h, f"n=0; for _ in $(seq {tries}); do [ -f {f} ] && {{ echo $n; exit 0; }}; n=$((n+1)); sleep 0.1; "
+                   "done; exit 1", timeout=poll_s + 60, check=False)
         if r.returncode == 0:
+            try:  # the call's own cost: its time less the polls it spent waiting on the host
+                waited = int(r.stdout.split()[-1]) * 0.1
+            except (ValueError, IndexError):
+                waited = 0.0
+            slowest = max(slowest, time.monotonic() - t0 - waited)
             waiting.pop(0)
-    at = int(time.time() * 1000) + lead_ms
-    for h, bdir in hosts:
+    lead = max(lead_ms, int(3000 * slowest) + 1000)
+    at = int(time.time() * 1000) + lead
+    errors: list[str] = []
+
+    def write(h: Host, bdir: str) -> None:
         d = shlex.quote(bdir)
-        ssh(h, f"mkdir -p {d} && printf %s {at} > {d}/.go.tmp && mv {d}/.go.tmp {d}/go", timeout=60)
+        try:
+            ssh(h, f"mkdir -p {d} && printf %s {at} > {d}/.go.tmp && mv {d}/.go.tmp {d}/go", timeout=60)
+        except TestbedError as e:
+            errors.append(str(e))
+    threads = [threading.Thread(target=write, args=hb, daemon=True) for hb in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    if errors:
+        raise TestbedError(f"runner start: {errors[0]}")
     return at
 
 
