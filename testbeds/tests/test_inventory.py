@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -100,13 +101,17 @@ def test_host_pids_sees_the_lab_namespaces_and_nothing_of_remote_hosts(tmp_path,
 
 
 def test_node_dirs_are_the_server_hosts_run_directories(tmp_path):
+    """On a lab (the inventory says the hosts share this machine's file system) the server hosts' run directories
+    are read in place; hosts elsewhere are test_hostsample.py's (their GC logs are copied over ssh)."""
     from testbeds import hooks
     rundir, hosts = tmp_path / "run", [tmp_path / "h1" / "run", tmp_path / "h2" / "run"]
     for d in (rundir, *hosts):
         d.mkdir(parents=True)
+    inv = str(_write(tmp_path, _doc(tmp_path)))
+    assert json.loads(Path(inv).read_text())["provider"]["sharedFilesystem"] is True
     assert hooks.node_dirs(rundir, None) == [rundir]
-    assert hooks.node_dirs(rundir, "inv.json") == []  # no remote.json (yet): nothing to read
+    assert hooks.node_dirs(rundir, inv) == []  # no remote.json (yet): nothing to read
     (rundir / "remote.json").write_text(json.dumps({"sb_cluster": {"rundir": {"server-1": str(hosts[0]),
                                                                               "server-2": str(hosts[1]),
                                                                               "server-3": str(tmp_path / "gone")}}}))
-    assert hooks.node_dirs(rundir, "inv.json") == hosts
+    assert hooks.node_dirs(rundir, inv) == hosts
