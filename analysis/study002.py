@@ -331,8 +331,11 @@ def figure(rows: list[dict], pub: list[dict]):
 
 # ---------------------------------------------------------------- entry point
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def study_main(argv, description: str, prefix: str, runs_fn, published_fn, claims_fn, run_cols, md_run_cols,
+               md_claim_cols, builders: dict) -> int:
+    """The command line of a study module (this one, study004): its runs and claims tables and its figures
+    (builders: figure id -> function(rows, published) -> (chart, caption, alt text))."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--raw", type=Path, required=True)
     ap.add_argument("--reference", type=Path, required=True)
     ap.add_argument("--tables", type=Path)
@@ -345,14 +348,20 @@ def main(argv=None):
     def body():
         if a.tables is None and a.figures is None:
             raise InputError("(command line)", "--tables/--figures", "name at least one output directory")
-        rows = runs(a.raw, a.suspect)
-        pub = published(a.reference)
+        rows = runs_fn(a.raw, a.suspect)
+        pub = published_fn(a.reference)
         if a.tables is not None:
-            write_tables(a.tables, "study002", RUN_COLS, MD_RUN_COLUMNS, rows, MD_CLAIM_COLUMNS, claims(rows, pub))
+            write_tables(a.tables, prefix, run_cols, md_run_cols, rows, md_claim_cols, claims_fn(rows, pub))
         if a.figures is not None:
-            chart, caption, alt_text = figure(rows, pub)
-            save_chart(chart, "study002-latency", caption, alt_text, a.figures, a.png_scale)
+            for fid, build in builders.items():
+                chart, caption, alt_text = build(rows, pub)
+                save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
     return cli(body)
+
+
+def main(argv=None):
+    return study_main(argv, __doc__.splitlines()[0], "study002", runs, published, claims, RUN_COLS, MD_RUN_COLUMNS,
+                      MD_CLAIM_COLUMNS, {"study002-latency": figure})
 
 
 if __name__ == "__main__":

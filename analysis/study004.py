@@ -20,16 +20,14 @@ message) are run here too and are not in the study ("here only").
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
 
 import altair as alt
 
-from . import InputError, cli
-from .figures import save_chart
-from .study002 import load_runs, write_tables
+from . import InputError
+from .study002 import load_runs, study_main
 
 FIGURE_IDS = ["study004-maxtput", "study004-latency"]
 TABLE_IDS = ["study004-runs", "study004-claims"]
@@ -419,28 +417,8 @@ assert list(BUILDERS) == FIGURE_IDS
 # ---------------------------------------------------------------- entry point
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--raw", type=Path, required=True)
-    ap.add_argument("--reference", type=Path, required=True)
-    ap.add_argument("--tables", type=Path)
-    ap.add_argument("--figures", type=Path)
-    ap.add_argument("--png-scale", type=float, default=2.0)
-    ap.add_argument("--suspect", choices=("mark", "exclude"), default="mark",
-                    help="runs workloads.run judged suspect: labelled '<testbed> (suspect)' or left out")
-    a = ap.parse_args(argv)
-
-    def body():
-        if a.tables is None and a.figures is None:
-            raise InputError("(command line)", "--tables/--figures", "name at least one output directory")
-        rows = runs(a.raw, a.suspect)
-        pub = published(a.reference)
-        if a.tables is not None:
-            write_tables(a.tables, "study004", RUN_COLS, MD_RUN_COLUMNS, rows, MD_CLAIM_COLUMNS, claims(rows, pub))
-        if a.figures is not None:
-            for fid, build in BUILDERS.items():
-                chart, caption, alt_text = build(rows, pub)
-                save_chart(chart, fid, caption, alt_text, a.figures, a.png_scale)
-    return cli(body)
+    return study_main(argv, __doc__.splitlines()[0], "study004", runs, published, claims, RUN_COLS, MD_RUN_COLUMNS,
+                      MD_CLAIM_COLUMNS, BUILDERS)
 
 
 if __name__ == "__main__":
