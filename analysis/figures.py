@@ -21,7 +21,10 @@ from .labels import PUBLISHED_TESTBED_LABEL
 from .pdfstable import stable_pdf
 
 FIGURE_IDS = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
-              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
+              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe",
+              # study 000 Figures 2-4, 2-8 / 2-9 and 2-36 … 2-38
+              "latency-publish-2000p", "latency-publish-1part", "latency-e2e-1part",
+              "catchup-publish-bypass", "catchup-publish-async", "catchup-publish-sync"]
 STAT_LABEL = {"avg_ms": "avg", "p50_ms": "p50", "p90_ms": "p90", "p99_ms": "p99", "p99_9_ms": "p99.9"}
 W, H = 220, 160
 # One colour per system in every figure (Pravega and RabbitMQ included, for the figures that draw them).
@@ -267,6 +270,184 @@ def fig_fsync(d, ref):
     return ch, cap, f"Dot plot of p99 fsync latency, {len(pts)} points: the study's 1 ms and 6 ms bounds and local probes."
 
 
+DURABILITY_ORDER = ["sync", "async", "bypass"]
+
+
+def _testbeds(df: pl.DataFrame) -> list[str]:
+    """The testbed labels of `df`, study 000's first."""
+    return sorted(df["testbed_label"].unique().to_list(), key=lambda t: (t != PUBLISHED_TESTBED_LABEL, t))
+
+
+def _testbed_note(testbeds: list[str], what: str) -> str:
+    """The caption's sentence on whose runs are drawn: study 000's alone, or this testbed's beside them."""
+    mine = [t for t in testbeds if t != PUBLISHED_TESTBED_LABEL]
+    if not mine:
+        return f" No run of this testbed matches {what}: the figure shows study 000's published runs only."
+    return f" Rows: study 000's published runs, then this testbed's runs of the same test ({', '.join(mine)})."
+
+
+def _percentiles(runs: pl.DataFrame, stats: pl.DataFrame, metric: str, keep: list[str]):
+    """(runs joined with their `metric` stats, the same in long form: one row per run and avg / percentile)."""
+    j = runs.join(stats.filter(pl.col("metric") == metric), on="run_id")
+    long = _with_system(j.select(*keep, *STAT_LABEL).unpivot(index=keep, variable_name="stat", value_name="ms")
+                        .with_columns(pl.col("stat").replace_strict(STAT_LABEL)))
+    return j, long
+
+
+def _stat_axis():
+    return alt.X("stat:N", sort=list(STAT_LABEL.values()), title=None)
+
+
+def fig_latency_2000p(d, ref):
+    """Study 000 Figure 2-4: the publish latency of the 2000-partition maximum-throughput runs (those of Figure 2-3)."""
+    runs = report.distinct(d["runs"].filter(pl.col("experiment") == "E000-MT2")).with_columns(
+        pl.format("{} / {}", "producers_per_topic", "consumers_per_subscription").alias("clients"))
+    j, long = _percentiles(runs, d["stats"], "publish", ["testbed_label", "series", "local_durability", "clients"])
+    if j.is_empty():
+        return (_empty("No 2000-partition runs."), "Publish latency at 2000 partitions: no runs.",
+                "No 2000-partition runs.")
+    testbeds = _testbeds(j)
+    durs = [x for x in DURABILITY_ORDER if x in set(j["local_durability"].to_list())]
+    ch = alt.Chart(_rows(long)).mark_line(point=True).encode(
+        x=_stat_axis(),
+        y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), axis=log_axis(), title="publish latency (ms)"),
+        color=system_color(), strokeDash=alt.StrokeDash("clients:N", legend=None),
+        shape=alt.Shape("clients:N", title=["producers /", "consumers"]), detail="series:N",
+        tooltip=["testbed_label:N", "series:N", "local_durability:N", "clients:N", "stat:N", "median(ms):Q"],
+    ).properties(width=W - 40, height=H).facet(column=alt.Column("local_durability:N", sort=durs, title="local durability"),
+                                           row=alt.Row("testbed_label:N", sort=testbeds, title=None))
+    scaled = sorted({p for p in j.filter(pl.col("testbed_label") != PUBLISHED_TESTBED_LABEL)["effective_partitions"]
+                     .drop_nulls().to_list() if p != 2000})
+    cap = ("Publish latency at 2000 partitions (study 000 Figure 2-4): average and percentiles of the aggregated "
+           "publish-latency distribution of each maximum-throughput run of Figure 2-3 (one topic, ack-2 / ack-all, at "
+           "the rate the run reached), by local durability (bypass: Pulsar's journal bypassed); log scale. Study 000 "
+           "published runs with 2 producers / 2 consumers only; its Kafka rerun with 4 producers has no file."
+           + _testbed_note(testbeds, "the 2000-partition maximum-throughput test")
+           + (f" This testbed's runs are labelled by the study's shape; they ran {', '.join(map(str, scaled))} "
+              "partitions (the profile's scaling)." if scaled else ""))
+    alt_text = (f"Line charts of average, p50, p90, p99 and p99.9 publish latency, one line per series and client "
+                f"count, in {len(durs)} panels by local durability ({', '.join(durs)}) and {len(testbeds)} testbed "
+                f"row(s); {j.height} runs.")
+    return ch, cap, alt_text
+
+
+ONE_PARTITION_SETS = {  # column of Figures 2-8 / 2-9 -> its header (split at '|')
+    "mt4": "1 producer / 1 consumer|maximum rate (Figure 2-7's runs)",
+    "fixed": "2 producers / 2 consumers|200 K msg/s (single_partition/)",
+}
+
+
+def fig_latency_1part(d, metric):
+    """Study 000 Figures 2-8 (publish) and 2-9 (end to end): latency on one partition, sync local durability. The
+    caption names 1 producer / 1 consumer (the maximum-throughput runs of Figure 2-7, E000-MT4); the published
+    top-level single_partition/ folder (E000-LAT1P: 200 K msg/s, its files say 2 producers / 2 consumers) is the
+    other set that fits. Both are drawn, one column each; this testbed's E000-LAT3 runs at one partition join the
+    second."""
+    r = report.distinct(d["runs"].filter(
+        (pl.col("local_durability") == "sync") & (pl.col("partitions") == 1)
+        & pl.col("experiment").is_in(["E000-MT4", "E000-LAT1P", "E000-LAT3"])))
+    r = r.with_columns(pl.when(pl.col("experiment") == "E000-MT4").then(pl.lit(ONE_PARTITION_SETS["mt4"]))
+                       .otherwise(pl.lit(ONE_PARTITION_SETS["fixed"])).alias("set"))
+    j, long = _percentiles(r, d["stats"], metric, ["testbed_label", "series", "set"])
+    name = "Publish" if metric == "publish" else "End-to-end"
+    if j.is_empty():
+        return _empty("No 1-partition sync runs."), f"{name} latency, 1 partition: no runs.", "No 1-partition sync runs."
+    testbeds = _testbeds(j)
+    sets = [v for v in ONE_PARTITION_SETS.values() if v in set(j["set"].to_list())]
+    ch = alt.Chart(_rows(long)).mark_line(point=True).encode(
+        x=_stat_axis(),
+        y=alt.Y("median(ms):Q", scale=alt.Scale(type="log"), axis=log_axis(),
+                title=f"{'publish' if metric == 'publish' else 'end-to-end'} latency (ms)"),
+        color=system_color(), **ack_channels(), detail="series:N",
+        tooltip=["testbed_label:N", "series:N", "set:N", "stat:N", "median(ms):Q"],
+    ).properties(width=W, height=H).facet(
+        column=alt.Column("set:N", sort=sets, title=None, header=alt.Header(labelExpr="split(datum.label, '|')")),
+        row=alt.Row("testbed_label:N", sort=testbeds, title=None))
+    fig = "2-8" if metric == "publish" else "2-9"
+    cap = (f"{name} latency on one partition with sync local durability (study 000 Figure {fig}): average and "
+           "percentiles of each run's aggregated distribution by acknowledgement level; log scale. The study's "
+           "caption names 1 producer / 1 consumer, the shape of the maximum-throughput runs of Figure 2-7 (left "
+           "column); the published folder single_partition/ holds a second set of 1-partition sync runs at a fixed "
+           "200 K msg/s whose files name 2 producers / 2 consumers (right column). The study does not say which set "
+           "it drew; both are shown." + _testbed_note(testbeds, "either set"))
+    alt_text = (f"Line charts of {name.lower()} latency (average, p50, p90, p99, p99.9), one line per series "
+                f"(pulsar-ack-1/2, kafka-ack-1/all), {len(sets)} column(s) by run set and {len(testbeds)} testbed "
+                f"row(s); {j.height} runs.")
+    return ch, cap, alt_text
+
+
+# catch-up mode -> (report.catchup_mode's label, study 000 figure, published folder, the mode in words, a caption note)
+CATCHUP_PUBLISH = {
+    "bypass": ("1 bypass journal", "2-36", "catchup_read/bypass-journal/",
+               "mode #1: Pulsar's journal bypassed, Kafka with async local durability", ""),
+    "async": ("2 async", "2-37", "catchup_read/nosync/", "mode #2: async local durability, Pulsar's journal kept",
+              " The study captions this figure \"with data sync\", though its section #2 does not fsync: the captions "
+              "of Figures 2-37 and 2-38 look swapped, and this figure follows the published folder."),
+    "sync": ("3 sync", "2-38", "catchup_read/sync/", "mode #3: sync local durability",
+             " The study captions this figure \"without data sync\", though its section #3 fsyncs: the captions of "
+             "Figures 2-37 and 2-38 look swapped, and this figure follows the published folder."),
+}
+
+
+def catchup_publish_windows(d, mode: str) -> pl.DataFrame:
+    """The per-window rows of the catch-up runs of one mode: t_s, publish p99 (ms), backlog (GiB), run labels and the
+    run's number of windows."""
+    label = CATCHUP_PUBLISH[mode][0]
+    runs = report.catchup_mode(report.distinct(d["runs"].filter(pl.col("experiment") == "E000-CU"))).filter(
+        pl.col("mode") == label)
+    w = d["windows"].join(runs.select("run_id", "testbed_label", "series", "message_size_bytes"), on="run_id")
+    return _with_system(w.with_columns(
+        (pl.col("backlog_msgs") * pl.col("message_size_bytes") / 2 ** 30).alias("backlog_gib"),
+        pl.len().over("run_id").alias("n_windows")).select(
+        "run_id", "testbed_label", "series", "t_s", "publish_p99_ms", "backlog_gib", "n_windows").sort("run_id", "t_s"))
+
+
+def fig_catchup_publish(d, mode):
+    """Study 000 Figures 2-36 … 2-38: the p99 publish latency of every window of the catch-up runs of one mode, over
+    the run, above the backlog (which shows when the catch-up read runs). One row per testbed, each its own time
+    axis."""
+    _, fig, folder, words, note = CATCHUP_PUBLISH[mode]
+    w = catchup_publish_windows(d, mode)
+    if w.is_empty():
+        return (_empty("No catch-up runs in this mode."), f"Publish latency during catch-up reads ({folder}): no runs.",
+                "No catch-up runs in this mode.")
+    testbeds = _testbeds(w)
+    rows = []
+    for i, tb in enumerate(testbeds):
+        part = w.filter(pl.col("testbed_label") == tb)
+        last = i == len(testbeds) - 1
+        domain = alt.Scale(domain=[0, part["t_s"].max()])
+        base = alt.Chart(_rows(part)).encode(color=system_color(), detail="run_id:N")
+        # the two panels of a row share the time axis: labelled once, under the backlog
+        x_top = alt.X("t_s:Q", title=None, scale=domain, axis=alt.Axis(labels=False))
+        x_bottom = alt.X("t_s:Q", title="time (s)" if last else None, scale=domain)
+        dash = alt.StrokeDash("ack_label:N", title="acknowledgement", scale=alt.Scale(domain=["ack-1", "ack-2", "ack-all"]))
+        # a run of a few windows (a short local phase) would be an invisible line: its windows are points too
+        few = alt.datum.n_windows <= 3
+        p99 = alt.Y("publish_p99_ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title=["p99 publish", "latency (ms)"])
+        lat = base.transform_filter(alt.datum.publish_p99_ms > 0)
+        top = alt.layer(lat.mark_line(strokeWidth=1.2).encode(x=x_top, y=p99, strokeDash=dash),
+                        lat.transform_filter(few).mark_point(filled=True, size=30).encode(x=x_top, y=p99)).properties(
+            width=W + 160, height=H, title=alt.TitleParams(tb, anchor="start", fontWeight="normal"))
+        gib = alt.Y("backlog_gib:Q", title=["backlog", "(GiB)"], axis=alt.Axis(tickCount=3))
+        bottom = alt.layer(base.mark_line(strokeWidth=1.2).encode(x=x_bottom, y=gib, strokeDash=dash),
+                           base.transform_filter(few).mark_point(filled=True, size=30).encode(x=x_bottom, y=gib)).properties(
+            width=W + 160, height=60)
+        rows.append(alt.vconcat(top, bottom, spacing=4))
+    ch = alt.vconcat(*rows, spacing=16)
+    n_runs = w["run_id"].n_unique()
+    cap = (f"Publish latency during the catch-up read (study 000 Figure {fig}; published folder {folder}, {words}): "
+           "the p99 publish latency of each 10-s window over the whole run (top, log scale; OMB's per-window "
+           "percentiles as measured, never averaged) above the backlog (bottom, GiB). Producers write 200 K msg/s "
+           "throughout; the backlog grows to 512 GB, then the consumers read it from the beginning (the backlog "
+           "falls) and follow the tail. Lines: one per run, by system and acknowledgement level; each testbed row "
+           "has its own time axis." + note + _testbed_note(testbeds, "this catch-up mode"))
+    alt_text = (f"Time series of per-window p99 publish latency (log scale) above the backlog in GiB for {n_runs} "
+                f"catch-up runs ({w.height} windows) in {len(testbeds)} testbed row(s), one line per run coloured "
+                "by system and dashed by acknowledgement level.")
+    return ch, cap, alt_text
+
+
 def _svg_width(svg: str) -> float:
     import re
     m = re.search(r'<svg[^>]*\swidth="([\d.]+)', svg)
@@ -313,6 +494,12 @@ BUILDERS = {
     "catchup-rate": fig_catchup,
     "mixed-publish-p99": fig_mixed,
     "fsync-probe": fig_fsync,
+    "latency-publish-2000p": fig_latency_2000p,
+    "latency-publish-1part": lambda d, r: fig_latency_1part(d, "publish"),
+    "latency-e2e-1part": lambda d, r: fig_latency_1part(d, "e2e"),
+    "catchup-publish-bypass": lambda d, r: fig_catchup_publish(d, "bypass"),
+    "catchup-publish-async": lambda d, r: fig_catchup_publish(d, "async"),
+    "catchup-publish-sync": lambda d, r: fig_catchup_publish(d, "sync"),
 }
 assert list(BUILDERS) == FIGURE_IDS
 

@@ -11,7 +11,10 @@ AN_PUBLISHED_DIR = "data/published/streamnative-2020"
 AN_MANIFEST = "analysis/published/streamnative-2020.tsv"
 AN_DERIVED = ["runs", "windows", "stats", "quantiles", "probes"]
 AN_FIGURES = ["maxtput", "latency-publish-1sub", "latency-e2e-1sub", "latency-publish-10sub", "latency-e2e-10sub",
-              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe"]
+              "latency-timeline", "partition-sweep", "catchup-rate", "mixed-publish-p99", "fsync-probe",
+              # study 000 Figures 2-4, 2-8 / 2-9 and 2-36 … 2-38 (analysis/figures.py)
+              "latency-publish-2000p", "latency-publish-1part", "latency-e2e-1part",
+              "catchup-publish-bypass", "catchup-publish-async", "catchup-publish-sync"]
 AN_TABLES = [f"latency-{m}-{s}-{d}" for m in ("publish", "e2e") for s in ("1sub", "10sub") for d in ("sync", "async")] + [
     "maxtput", "partition-sweep", "catchup", "mixed", "claims", "testbed", "runs", "verdicts", "published-002", "published-004"]
 AN_STATS_OPTS = (f"--bootstrap-resamples {_AN.get('bootstrap_resamples', 2000)} "

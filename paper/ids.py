@@ -15,6 +15,12 @@ FIGURE_IDS = [
     "catchup-rate",
     "mixed-publish-p99",
     "fsync-probe",
+    "latency-publish-2000p",
+    "latency-publish-1part",
+    "latency-e2e-1part",
+    "catchup-publish-bypass",
+    "catchup-publish-async",
+    "catchup-publish-sync",
     # study 001 (paper/sections/study-001.qmd, analysis/study001.py)
     "study001-ing",
     "study001-dur",
