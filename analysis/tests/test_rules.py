@@ -33,7 +33,9 @@ def test_dry_run_has_one_rule_per_figure(tmp_path, mirror):
     r = _smk(wd, env, "-n", "all")
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout + r.stderr
-    for fid in ("maxtput", "latency_e2e_10sub", "fsync_probe", "catchup_rate"):
+    for fid in ("maxtput", "latency_e2e_10sub", "fsync_probe", "catchup_rate", "latency_publish_2000p",
+                "latency_publish_1part", "latency_e2e_1part", "catchup_publish_bypass", "catchup_publish_async",
+                "catchup_publish_sync"):
         assert f"analysis_figure_{fid}" in out
     assert "analysis_published" in out and "analysis_tables" in out
     assert "analysis_faults" in out  # the fault study (analysis/faults.smk) is part of `all`, with or without fault runs
