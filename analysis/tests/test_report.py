@@ -4,9 +4,78 @@ import polars as pl
 import pytest
 import yaml
 
-from analysis import ingest, report
+from analysis import faults, findings, ingest, report, study001, study002, study003, study004
 from analysis.tests.fixtures import streambench, write
-from analysis.tests.paths import MANIFEST, REFERENCE, STUDY_TABLES
+from analysis.tests.paths import MANIFEST, REFERENCE, REPO, STUDY_TABLES
+from analysis.tests.test_faults import fault_doc, write as write_fault
+
+NOT = "local: not measured at this scale; aws: not measured at this scale"
+
+
+def _latency(publish_ms: float, system: str, *, target=None, achieved=None, discovery=None, partitions=None) -> dict:
+    """A runner result whose every publish sample is publish_ms (so its percentiles are publish_ms)."""
+    d = streambench(publish_us=[int(publish_ms * 1000)] * 200, system=system)
+    d["x-streambench"]["producerRate"] = {"target": target, "achieved": achieved}
+    if discovery is not None:
+        d["x-streambench"]["rateDiscovery"] = discovery
+    if partitions is not None:
+        d["partitions"] = partitions
+    return d
+
+
+def _fanout(consumers: int, connected: int, seconds: float, p99_s: float) -> dict:
+    return {"x-streambench": {
+        "fanOut": {"consumers": consumers, "connected": connected, "neverConnected": consumers - connected,
+                   "connectionTimeSeconds": seconds, "perConsumer": {"connected": [1000] * connected}},
+        "endToEndLatencyMicros": {"count": 10 * connected, "p50": p99_s * 5e5, "p99": p99_s * 1e6},
+        "audit": {"lost": 0}}}
+
+
+def write_study_raw(raw, testbed="local", s002_ms=(4.0, 8.0)):
+    """Runs of studies 001-004 and fault runs, each a value the findings' text shows."""
+    tb = raw / testbed
+    # study 001: the one-partition maxima (rate search) of Pravega (flush) and Kafka (no flush, 128 KB / 1 ms)
+    for system, level_dir, eps in (("pravega", "L1+stock", 30000.0), ("kafka", "L2+stock+batch-128k-1ms", 20000.0)):
+        write(tb / system / level_dir / "1-topic-1-partition-100b-1p-1c-keyed-max" / "rep-1.json",
+              _latency(3.0, system, achieved=eps))
+    # study 002: Kafka with flush (L1) on one partition, two repetitions; Pulsar with flush once
+    for rep, ms in enumerate(s002_ms, 1):
+        write(tb / "kafka" / "L1+stock" / "1-topic-1-partition-100b-1p-1c-50k" / f"rep-{rep}.json",
+              _latency(ms, "kafka", target=1000.0, achieved=999.0, partitions=1))
+    write(tb / "pulsar" / "L1+stock" / "1-topic-1-partition-100b-1p-1c-50k" / "rep-1.json",
+          _latency(3.0, "pulsar", target=1000.0, achieved=999.0, partitions=1))
+    # study 003: Pulsar at 100 and 1 000 consumers (the study's 20 000 and 100 000)
+    write(tb / "pulsar" / "L1+stock" / "1-topic-1-partition-10kb-1p-1c-20ksub-1" / "rep-1.json", _fanout(100, 100, 2.0, 0.01))
+    write(tb / "pulsar" / "L1+stock" / "1-topic-1-partition-10kb-1p-1c-100ksub-1" / "rep-1.json",
+          _fanout(1000, 1000, 41.5, 0.25))
+    # study 004: one-partition maxima, Pulsar without journal at the rate search's ceiling; publish p99 at a fixed rate
+    for system, level_dir, msgps, ceiling in (("pulsar", "L2-bypass+stock", 10240.0, True), ("kafka", "L2+stock", 5120.0, False)):
+        write(tb / system / level_dir / "1-topic-1-partition-1kb-4p-1c-max" / "rep-1.json",
+              _latency(2.0, system, achieved=msgps, partitions=1,
+                       discovery={"settledRate": msgps, "ceilingReached": ceiling, "steps": []}))
+        write(tb / system / level_dir / "1-topic-100-partitions-1kb-4p-4c-500k" / "rep-1.json",
+              _latency(12.0 if system == "kafka" else 6.0, system, target=5000.0, achieved=4999.0, partitions=16))
+    # faults: Kafka L1 power loss loses nothing in 3 runs; Pulsar L4-bypass power loss loses in 2 of 3
+    for rep, lost in enumerate((100, 0, 2500), 1):
+        write_fault(raw, "kafka", "L1", "power-loss", rep, fault_doc("power-loss", 0, seed=rep), testbed=testbed)
+        write_fault(raw, "pulsar", "L4-bypass", "power-loss", rep, fault_doc("power-loss", lost, seed=rep), testbed=testbed)
+
+
+def write_study_tables(raw, tables, derived):
+    """The study modules' runs tables (their own table code, as their rules run it) and the fault runs."""
+    assert study001.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tables), "--id", "tables"]) == 0
+    for module in (study002, study004):
+        assert module.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tables)]) == 0
+    ours, pub = study003.runs(raw), study003.published(REFERENCE)
+    report.write_table(tables, "study003-fanout", study003.TABLE_COLS, ours + pub, study003.MD_COLS)
+    derived.mkdir(parents=True, exist_ok=True)
+    faults.read_runs(raw).write_parquet(derived / "faults.parquet")
+
+
+def run_report(tmp, derived, tables, *extra):
+    return report.main(["--derived", str(derived), "--reference", str(REFERENCE), "--study-tables", str(STUDY_TABLES),
+                        "--tables", str(tables), "--variables", str(tmp / "_variables.yml"), "--testbed", "local",
+                        "--coverage", str(REPO / "analysis" / "coverage"), *extra])
 
 
 @pytest.fixture(scope="module")
@@ -17,9 +86,9 @@ def built(tmp_path_factory, mirror):
         write(raw / f"local/pulsar/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-{rep}.json",
               streambench(publish_us=[v * scale for v in range(1000, 101000, 1000)], system="pulsar", version="4.0.1"))
     ingest.write_atomic(ingest.build(mirror, MANIFEST, raw), tmp / "derived")
-    rc = report.main(["--derived", str(tmp / "derived"), "--reference", str(REFERENCE), "--study-tables", str(STUDY_TABLES),
-                      "--tables", str(tmp / "tables"), "--variables", str(tmp / "_variables.yml"), "--testbed", "local"])
-    assert rc == 0
+    write_study_raw(tmp / "study-raw")
+    write_study_tables(tmp / "study-raw", tmp / "tables", tmp / "derived")
+    assert run_report(tmp, tmp / "derived", tmp / "tables", "--findings-tables", str(tmp / "tables")) == 0
     return tmp
 
 
