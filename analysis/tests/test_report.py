@@ -222,3 +222,128 @@ def test_cell_median_and_ci():
     med, lo, hi, n = report.cell([3.0, 1.0, 2.0, None])
     assert (med, n) == (2.0, 3) and 1.0 <= lo <= med <= hi <= 3.0
     assert report.cell([5.0]) == (5.0, None, None, 1)
+
+
+# ---------------------------------------------------------------- the findings' numbers (analysis.findings)
+
+def test_findings_state_each_headline_as_measured_with_median_range_and_runs(built):
+    f = yaml.safe_load(open(built / "_variables.yml"))["findings"]
+    aws = "; aws: not measured at this scale"
+    # study 000 from the derived runs: the three Pulsar L1 runs' e2e p99 (198, 396, 594 ms), no Kafka run, no E000-MT1
+    assert f["s000"]["e2e_p99_measured"] == ("local: Kafka not run and Pulsar 396 ms (median of 3 runs, range 198–594), "
+                                             "ran with 100 partitions" + aws)
+    assert f["s000"]["maxtput_measured"] == NOT
+    assert f["s001"] == {"printed": "73 %", "measured": "local: Pravega (flush) 30 000 e/s (1 run), Kafka (no flush) "
+                                                        "20 000 e/s (1 run): Pravega +50 % against Kafka" + aws}
+    assert f["s002"]["measured"] == ("local: Kafka (flush) 1 p: 6.00 ms (median of 2 runs, range 4.00–8.00) and Pulsar "
+                                     "(flush) 1 p: 3.00 ms (1 run), ran with 1 partition at 1 000 msg/s" + aws)
+    assert f["s002"]["printed"] == ("Kafka (flush) 1 p: 8.641 ms, 6 p: 13.517 ms, 16 p: 23.404 ms; "
+                                    "Pulsar (flush) 1 p: 4.003 ms, 6 p: 3.978 ms, 16 p: 3.977 ms")
+    assert f["s003"]["measured"] == ("local: Pulsar at 1 000 consumers (N subscriptions x 1, for the study's 100 000): "
+                                     "all connected in 41.5 s (1 run), p99 end to end 0.25 s (1 run)" + aws)
+    assert f["s003"]["printed"].startswith("20 000 consumers: p99 0.68 s, connected in 240 s; ")
+    assert "100 000 consumers: never all connected (a fit predicts 8 000 s)" in f["s003"]["printed"]
+    assert f["s004"]["maxtput_measured"] == (
+        "local: Pulsar (no journal) 10.0 MB/s (1 run; at the rate search's ceiling: a lower bound), Pulsar (journal) "
+        "not run and Kafka 5.00 MB/s (1 run), Pulsar (no journal) / Kafka at least 2.00x, ran with 1 partition" + aws)
+    assert f["s004"]["latency_measured"] == ("local: Pulsar (no journal) 6.00 ms (1 run), Pulsar (journal) not run and "
+                                             "Kafka 12.0 ms (1 run), ran with 16 partitions" + aws)
+    assert f["s004"]["maxtput_printed"] == "Pulsar (no journal) 700 MB/s, Pulsar (journal) 580 MB/s and Kafka 280 MB/s"
+    assert f["faults"]["runs"] == "local: 6 fault runs, 2 of them lost an acknowledged message" + aws
+    assert f["faults"]["F1"] == "local: Kafka 0 lost in 3 runs (verdict: not tested) and Pulsar not run" + aws
+    assert f["faults"]["F2"] == ("local: Kafka not run and Pulsar 2 600 acknowledged messages lost in 2 of its 3 runs, "
+                                 "up to 2 500 in one (verdict: supported)" + aws)
+    assert f["faults"]["F3"] == "local: Kafka not run and Pulsar not run" + aws
+
+
+def test_findings_follow_the_runs_and_name_every_testbed_with_data(tmp_path):
+    """Other values in the result files change the text; runs of another testbed (aws, ci) get their own entry."""
+    raw, tables, derived = tmp_path / "raw", tmp_path / "tables", tmp_path / "derived"
+    write_study_raw(raw, s002_ms=(5.0, 8.0, 7.0))
+    write_study_raw(raw, testbed="aws", s002_ms=(20.0,))
+    write_study_raw(raw, testbed="ci", s002_ms=(2.0,))
+    write_study_tables(raw, tables, derived)
+    f = findings.s002(tables, REFERENCE)["measured"]
+    assert f == ("local: Kafka (flush) 1 p: 7.00 ms (median of 3 runs, range 5.00–8.00) and Pulsar (flush) 1 p: 3.00 ms "
+                 "(1 run), ran with 1 partition at 1 000 msg/s; aws: Kafka (flush) 1 p: 20.0 ms (1 run) and Pulsar "
+                 "(flush) 1 p: 3.00 ms (1 run), ran with 1 partition at 1 000 msg/s; ci: Kafka (flush) 1 p: 2.00 ms "
+                 "(1 run) and Pulsar (flush) 1 p: 3.00 ms (1 run), ran with 1 partition at 1 000 msg/s")
+    assert findings.s_faults(derived)["runs"] == "; ".join(
+        f"{tb}: 6 fault runs, 2 of them lost an acknowledged message" for tb in ("local", "aws", "ci"))
+    # a run judged suspect is counted with its testbed, and the text says so
+    p = raw / "local" / "kafka" / "L1+stock" / "1-topic-1-partition-100b-1p-1c-50k" / "rep-3.json"
+    d = _latency(7.0, "kafka", target=1000.0, achieved=999.0, partitions=1)
+    d["x-streambench"]["testbedHost"] = {"validity": {"status": "suspect", "reasons": ["load"]}}
+    write(p, d)
+    write_study_tables(raw, tables, derived)
+    assert "Kafka (flush) 1 p: 7.00 ms (median of 3 runs, range 5.00–8.00; 1 suspect)" in findings.s002(tables, REFERENCE)["measured"]
+
+
+def test_findings_without_runs_say_not_measured_at_this_scale(tmp_path, built):
+    """The ci-like case: no study run and no fault run at all; each sentence still reads, the printed numbers stay."""
+    raw, tables, derived = tmp_path / "raw", tmp_path / "tables", tmp_path / "derived"
+    raw.mkdir()
+    write_study_tables(raw, tables, derived)
+    for name in ("runs", "windows", "stats", "quantiles", "probes"):
+        (derived / f"{name}.parquet").symlink_to(built / "derived" / f"{name}.parquet")
+    assert run_report(tmp_path, derived, tables, "--findings-tables", str(tables)) == 0
+    f = yaml.safe_load(open(tmp_path / "_variables.yml"))["findings"]
+    measured = {f"{s}.{k}": v for s, d in f.items() for k, v in d.items() if "printed" not in k}
+    assert measured.pop("s000.e2e_p99_measured").startswith("local: Kafka not run and Pulsar 396 ms")
+    assert measured == {k: NOT for k in measured} and len(measured) == 10
+    assert f["s001"]["printed"] == "73 %" and f["s004"]["latency_printed"].startswith("Pulsar (no journal) 1.58 ms")
+
+
+def test_findings_printed_numbers_come_from_the_reference(tmp_path):
+    ref = tmp_path / "studies.csv"
+    ref.write_text(REFERENCE.read_text().replace("001,durability_100B_1part,pravega-vs-kafka,pravega-flush/kafka-noflush,"
+                                                 "max_tput_ratio,1.73,", "001,durability_100B_1part,pravega-vs-kafka,"
+                                                 "pravega-flush/kafka-noflush,max_tput_ratio,1.5,")
+                   .replace("004,max_tput_1part_4p1c,kafka-3.0.0,default,publish_tput,280,",
+                            "004,max_tput_1part_4p1c,kafka-3.0.0,default,publish_tput,290,"))
+    raw, tables = tmp_path / "raw", tmp_path / "tables"
+    raw.mkdir()
+    write_study_tables(raw, tables, tmp_path / "derived")
+    assert findings.s001(tables, ref)["printed"] == "50 %"
+    assert findings.s004(tables, ref)["maxtput_printed"].endswith("and Kafka 290 MB/s")
+
+
+def test_findings_study_000_from_the_derived_runs(built):
+    runs = pl.read_parquet(built / "derived" / "runs.parquet")
+    stats = pl.read_parquet(built / "derived" / "stats.parquet")
+    # the same three runs relabelled as aws runs, one of them judged suspect
+    aws = runs.filter(pl.col("source") == "local").with_columns(
+        pl.lit("aws").alias("testbed"),
+        pl.when(pl.col("repetition") == 1).then(pl.lit("aws (suspect)")).otherwise(pl.lit("aws")).alias("testbed_label"))
+    f = findings.s000(aws, stats)
+    assert f["e2e_p99_measured"] == ("local: not measured at this scale; aws: Kafka not run and Pulsar 396 ms (median "
+                                     "of 3 runs, range 198–594; 1 suspect), ran with 100 partitions")
+    # a level other than L1 is not this finding's
+    assert findings.s000(aws.with_columns(pl.lit("L2").alias("level")), stats)["e2e_p99_measured"] == NOT
+
+
+def test_findings_name_a_missing_table_or_column(tmp_path, built, capsys):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for name in findings.TABLES:
+        (tables / name).write_text((built / "tables" / name).read_text())
+    (tables / "study003-fanout.csv").unlink()
+    assert run_report(tmp_path, built / "derived", tables, "--findings-tables", str(tables)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "study003-fanout.csv" in err[0] and "missing" in err[0]
+    assert not (tmp_path / "_variables.yml").exists()
+    (tables / "study003-fanout.csv").write_text((built / "tables" / "study003-fanout.csv").read_text())
+    rows = (tables / "study002-runs.csv").read_text().replace("publish_p99_ms", "publish_p99", 1)
+    (tables / "study002-runs.csv").write_text(rows)
+    with pytest.raises(report.InputError, match="publish_p99_ms") as e:
+        findings.s002(tables, REFERENCE)
+    assert "study002-runs.csv" in str(e.value)
+
+
+def test_findings_numbers_and_intervals():
+    assert [findings.num(x) for x in (123456.7, 123.4, 12.34, 1.234, 0.01234)] == ["123 457", "123", "12.3", "1.23", "0.0123"]
+    assert findings.summary([(2.0, False), (None, False), (1.0, True), (4.0, False)], "ms") == (
+        2.0, "2.00 ms (median of 3 runs, range 1.00–4.00; 1 suspect)")
+    assert findings.summary([(0.25, True)], "s", "a note") == (0.25, "0.25 s (1 run, suspect; a note)")
+    assert findings.summary([(None, False)], "s") == (None, None)
+    assert findings.per_scale({"ci": "x", "local": "y"}) == "local: y; aws: not measured at this scale; ci: x"
