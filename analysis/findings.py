@@ -144,6 +144,16 @@ def _pairs(rows: list[dict], col: str, where: str) -> list[tuple[float | None, b
     return [(number(r, col, where), r["testbed"].endswith(SUSPECT)) for r in rows]
 
 
+def ran_with(partitions, rates=()) -> str:
+    """', ran with 16 partitions[ at 1 000 msg/s]' (the sizes the runs had), '' when none is known."""
+    ps = sorted({int(float(p)) for p in partitions if p not in (None, "")})
+    if not ps:
+        return ""
+    rs = sorted({float(r) for r in rates if r not in (None, "")})
+    return (f", ran with {join([str(p) for p in ps])} partition{'s' if ps != [1] else ''}"
+            + (f" at {join([num(r) for r in rs])} msg/s" if rs else ""))
+
+
 def ratio_text(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else ""
 
@@ -155,7 +165,7 @@ def _s000_runs(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _s000_text(df: pl.DataFrame, col: str, unit: str) -> dict[str, str]:
-    """{testbed: 'Kafka … (n runs), Pulsar …; ran with N partitions'} of one column of `df` (one row per run)."""
+    """{testbed: 'Kafka … (n runs) and Pulsar …, ran with N partitions'} of one column of `df` (one row per run)."""
     out = {}
     for tb in sorted(set(df["testbed"].to_list())):
         mine = df.filter(pl.col("testbed") == tb)
@@ -166,8 +176,7 @@ def _s000_text(df: pl.DataFrame, col: str, unit: str) -> dict[str, str]:
 
         m = measured(["kafka", "pulsar"], value_of, unit)
         parts = [f"{SYSTEM_NAME['kafka']} {m['kafka'][1]}", f"{SYSTEM_NAME['pulsar']} {m['pulsar'][1]}"]
-        ran = sorted({p for p in mine["effective_partitions"].to_list() if p is not None})
-        out[tb] = join(parts) + (f", ran with {join([str(p) for p in ran])} partitions" if ran else "")
+        out[tb] = join(parts) + ran_with(mine["effective_partitions"].to_list())
     return out
 
 
@@ -232,11 +241,8 @@ def s002(tables: Path, reference: Path) -> dict:
             m = measured(counts, lambda n, at=at: _pairs([r for r in at if int(r["partitions"]) == n],
                                                          "publish_p99_ms", where), "ms")
             parts.append(f"{SYSTEM_NAME[system]} (flush) " + ", ".join(f"{n} p: {m[n][1]}" for n in counts))
-        ran = sorted({int(r["ran_with_partitions"]) for r in mine if r["ran_with_partitions"]})
-        rates = sorted({number(r, "offered_msgps", where) for r in mine if r["offered_msgps"]})
-        shape = (f", ran with {join([str(p) for p in ran])} partition{'s' if ran != [1] else ''}"
-                 + (f" at {join([num(x) for x in rates])} msg/s" if rates else "")) if ran else ""
-        texts[tb] = join(parts) + shape
+        texts[tb] = join(parts) + ran_with([r["ran_with_partitions"] for r in mine],
+                                           [number(r, "offered_msgps", where) for r in mine])
     pub = [p for p in study002.published(reference) if p["mode"] == "flush" and p["metric"] == "publish_p99"]
     printed = []
     for system in ("kafka", "pulsar"):
@@ -317,9 +323,7 @@ def _s004_texts(rows: list[dict], experiment: str, col: str, unit: str, where: s
             a, b = study004.NO_JOURNAL in capped, study004.KAFKA in capped
             r = ("both at the ceiling, their ratio unknown" if a and b else
                  f"Pulsar (no journal) / Kafka {'at least ' if a else 'at most ' if b else ''}{r}")
-        ran = sorted({int(x["ran_with_partitions"]) for x in mine if x["ran_with_partitions"]})
-        texts[tb] = (join(parts) + (f", {r}" if r else "")
-                     + (f", ran with {join([str(p) for p in ran])} partition{'s' if ran != [1] else ''}" if ran else ""))
+        texts[tb] = join(parts) + (f", {r}" if r else "") + ran_with([x["ran_with_partitions"] for x in mine])
     return texts
 
 
