@@ -2,6 +2,7 @@
 
 python -m analysis.report --derived data/derived --reference data/reference/studies.csv
                           --tables paper/tables --variables paper/_variables.yml [--testbed local]
+                          [--coverage analysis/coverage] [--findings-tables paper/tables]
 """
 from __future__ import annotations
 
@@ -348,7 +349,8 @@ def study_facts(reference_csv) -> dict:
             "systems": ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else "n/a"}
 
 
-def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=None, coverage_dir=None) -> dict:
+def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=None, coverage_dir=None,
+              findings_tables=None, derived_dir=None) -> dict:
     runs = d["runs"]
     pub = runs.filter(pl.col("source") == "published")
     loc = runs.filter(pl.col("source") == "local")
@@ -391,7 +393,16 @@ def variables(d, cl: pl.DataFrame, tables: dict, testbed: str, reference_csv=Non
         "derived": derived,
         **({"studies": study_facts(reference_csv)} if reference_csv is not None else {}),
         **({"coverage": coverage.variables(coverage_dir)} if coverage_dir is not None else {}),
+        **({"findings": _findings(d, findings_tables, derived_dir, reference_csv)} if findings_tables is not None else {}),
     }
+
+
+def _findings(d, tables_dir, derived_dir, reference_csv) -> dict:
+    """The findings' headline numbers (analysis.findings), from the study modules' tables and the fault runs."""
+    from . import findings  # imported here: the study modules it reads through import this module
+    if reference_csv is None or derived_dir is None:
+        raise InputError("(command line)", "--findings-tables", "needs --reference and --derived")
+    return findings.variables(d["runs"], d["stats"], tables_dir, derived_dir, reference_csv)
 
 
 def main(argv=None):
@@ -403,6 +414,9 @@ def main(argv=None):
     ap.add_argument("--variables", type=Path, required=True)
     ap.add_argument("--testbed", default="local")
     ap.add_argument("--coverage", type=Path, default=None, help="the coverage registry (analysis/coverage): coverage.* keys")
+    ap.add_argument("--findings-tables", type=Path, default=None,
+                    help="where the study modules wrote their runs tables (paper/tables): findings.* keys, with the "
+                         "fault runs of --derived/faults.parquet")
     ap.add_argument("--bootstrap-resamples", type=int, default=st.BOOTSTRAP["n_boot"])
     ap.add_argument("--bootstrap-seed", type=int, default=st.BOOTSTRAP["seed"])
     ap.add_argument("--ci-level", type=float, default=st.BOOTSTRAP["level"])
@@ -413,7 +427,7 @@ def main(argv=None):
     try:
         d = load(a.derived, names=("runs", "windows", "stats", "probes"))
         tables, cl = build_tables(d, a.reference, a.study_tables)
-        variables_doc = variables(d, cl, tables, a.testbed, a.reference, a.coverage)
+        variables_doc = variables(d, cl, tables, a.testbed, a.reference, a.coverage, a.findings_tables, a.derived)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -87,6 +87,9 @@ rule analysis_tables:
         reference="data/reference/studies.csv",
         study_tables="analysis/published/study000-tables.csv",
         coverage=sorted(_an_glob.glob("analysis/coverage/study-*.yaml")),
+        # the findings' numbers (analysis/findings.py): the study modules' runs tables and the fault runs
+        findings=["paper/tables/study001-runs.csv", "paper/tables/study002-runs.csv", "paper/tables/study003-fanout.csv",
+                  "paper/tables/study004-runs.csv", "data/derived/faults.parquet"],
         code=AN_CODE,
     output:
         expand("paper/tables/{t}.{ext}", t=AN_TABLES, ext=("csv", "md")),
@@ -99,7 +102,8 @@ rule analysis_tables:
     shell:
         "python -m analysis.report --derived data/derived --reference {input.reference}"
         " --study-tables {input.study_tables} --tables paper/tables --variables {output.variables}"
-        " --testbed {params.testbed} --coverage analysis/coverage {params.opts} > {log} 2>&1"
+        " --testbed {params.testbed} --coverage analysis/coverage --findings-tables paper/tables {params.opts}"
+        " > {log} 2>&1"
 
 
 # one rule per figure: `snakemake paper/figures/<id>.svg` rebuilds exactly that figure

@@ -36,6 +36,25 @@ FAKE_VARIABLES = {
                 "systems": "Kafka, Pulsar and Pravega"},
     "testbed": {"cpu": "Fake CPU 9000", "cores": 2, "mem_gib": 24, "kernel": "6.1.0", "os": "Debian 12",
                 "disk_write_mbps": 812.5, "fsync_p99_ms": 4.08},
+    "coverage": {k: {"items": 12, "mapped": 7, "needs_scale": 3, "out_of_scope": 2}
+                 for k in ("all", "study000", "study001", "study002", "study003", "study004")},
+    # analysis/findings.py: the printed numbers and, per scale, what this testbed measured
+    "findings": {
+        "s000": {"maxtput_measured": "local: Kafka 1.95 MiB/s (1 run) and Pulsar 2.93 MiB/s (median of 3 runs, range "
+                                     "1.95–3.91), ran with 16 partitions; aws: not measured at this scale",
+                 "e2e_p99_measured": "local: not measured at this scale; aws: not measured at this scale"},
+        "s001": {"printed": "73 %", "measured": "local: not measured at this scale; aws: not measured at this scale"},
+        "s002": {"printed": "Kafka (flush) 1 p: 8.641 ms", "measured": "local: not measured at this scale; aws: not "
+                                                                       "measured at this scale; ci: Kafka (flush) 1 p: "
+                                                                       "6.00 ms (1 run) and Pulsar (flush) not run"},
+        "s003": {"printed": "20 000 consumers: p99 0.68 s", "measured": "local: not measured at this scale; aws: not "
+                                                                        "measured at this scale"},
+        "s004": {"maxtput_printed": "Kafka 280 MB/s", "latency_printed": "Kafka 3.46 ms",
+                 "maxtput_measured": "local: not measured at this scale; aws: not measured at this scale",
+                 "latency_measured": "local: not measured at this scale; aws: not measured at this scale"},
+        "faults": {k: "local: not measured at this scale; aws: not measured at this scale"
+                   for k in ("runs", "F1", "F2", "F3")},
+    },
     "derived": {k: 1.5 for k in [
         "maxtput_100p_2prod_sync_kafka_ack_all_mibps", "maxtput_100p_2prod_sync_pulsar_ack_2_mibps",
         "maxtput_100p_2prod_bypass_pulsar_ack_1_mibps", "maxtput_1p_1prod_async_kafka_ack_1_mibps",
