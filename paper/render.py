@@ -15,6 +15,8 @@ Steps
    key or any other shortcode is an error naming the key/file and the source file and line.
 3. cross-references (pandoc path): `@fig-x` / `@tbl-x` become "Figure N" / "Table N" in document order,
    as Quarto numbers them; HTML captions get the "Figure N:" prefix, typst numbers its own figures.
+   A reference followed directly by `;`, `(`, `[` or `.word` is an error on both paths: Quarto's typst writes it
+   as code, `#ref(<tbl-x>, ...)`, which swallows the `;` or fails to compile (docs/quarto-by-hand.md).
 4. pandoc -> standalone HTML with embedded figures; pandoc -t typst -> typst.compile -> PDF.
 Every output is written to a temp file and renamed, so a failed render leaves no half-written paper.
 """
