@@ -15,6 +15,8 @@ Steps
    key or any other shortcode is an error naming the key/file and the source file and line.
 3. cross-references (pandoc path): `@fig-x` / `@tbl-x` become "Figure N" / "Table N" in document order,
    as Quarto numbers them; HTML captions get the "Figure N:" prefix, typst numbers its own figures.
+   A reference followed directly by `;`, `(`, `[` or `.word` is an error on both paths: Quarto's typst writes it
+   as code, `#ref(<tbl-x>, ...)`, which swallows the `;` or fails to compile (docs/quarto-by-hand.md).
 4. pandoc -> standalone HTML with embedded figures; pandoc -t typst -> typst.compile -> PDF.
 Every output is written to a temp file and renamed, so a failed render leaves no half-written paper.
 """
@@ -281,6 +283,16 @@ def lookup(variables: dict, key: str, varfile: Path, where: str) -> str:
     return str(cur)
 
 
+# Quarto 1.7 writes a cross-reference into its typst file as code, `#ref(<tbl-x>, supplement: [Table])`, and typst
+# reads the character right after such code as more of it. The pandoc path writes `@tbl-x` and shows none of this,
+# so both paths reject these followers in the sources (found by rendering with Quarto itself: docs/quarto-by-hand.md).
+_REF_AS_CODE = re.compile(r"(?<![\w@\\])@((?:fig|tbl)-[\w-]*\w)(;|\(|\[|\.[^\W\d])")
+_AS_CODE = {";": "takes ';' as the end of the expression: the PDF loses it",
+            "(": "takes '(' as a call of the result: the PDF fails to compile",
+            "[": "takes '[' as a content argument: the PDF fails to compile",
+            ".": "takes '.' and a word as a field access: the PDF fails to compile"}
+
+
 def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = (), root: Path | None = None) -> str:
     """The text of `path` with every include and var shortcode replaced.
 
@@ -301,6 +313,11 @@ def expand(path: Path, variables: dict, varfile: Path, _stack: tuple = (), root:
             return f"\x00{len(escaped) - 1}\x00"
 
         line = _ESCAPED.sub(keep, line)
+        bad = _REF_AS_CODE.search(line)
+        if bad:
+            ref, after = bad.group(1), bad.group(2)
+            raise RenderError(f"{where}: '@{ref}{after}': Quarto's typst writer makes the reference code "
+                              f"(#ref(<{ref}>, ...)) and typst {_AS_CODE[after[0]]}; put a space or a comma after it")
 
         def sub(m):
             name, arg = m.group(1), m.group(2).strip()

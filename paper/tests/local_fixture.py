@@ -126,3 +126,45 @@ def make_local_paper(dest: Path) -> Path:
     variables["local"].update(testbed="local", runs=len(list(raw.glob("*/*/*/*/rep-*.json"))))
     (paper / "_variables.yml").write_text(yaml.safe_dump(variables, sort_keys=False))
     return paper
+
+
+OUTPUTS = ("figures", "tables", "_variables.yml")
+
+
+def fill(paper: Path, replace: bool = False) -> None:
+    """Write the local-scale paper's analysis outputs (figures/, tables/, _variables.yml) into `paper`, a checkout's
+    paper/ folder, to render it with Quarto by hand (docs/quarto-by-hand.md). Outputs already there are kept
+    unless `replace`: they may be the real ones."""
+    import shutil
+    import tempfile
+    if not paper.is_dir():
+        raise FileNotFoundError(f"{paper}: no such folder")
+    there = [name for name in OUTPUTS if (paper / name).exists()]
+    if there and not replace:
+        raise FileExistsError(f"{paper / there[0]}: exists (real analysis outputs?); pass --replace to overwrite")
+    with tempfile.TemporaryDirectory(prefix="local-fixture-") as tmp:
+        made = make_local_paper(Path(tmp))
+        for name in OUTPUTS:
+            if (paper / name).is_dir():
+                shutil.rmtree(paper / name)
+            (shutil.copytree if (made / name).is_dir() else shutil.copy)(made / name, paper / name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="python -m paper.tests.local_fixture", description=fill.__doc__.split("\n")[0])
+    ap.add_argument("paper", type=Path, help="the paper/ folder to fill (a clone's, not the one you work in)")
+    ap.add_argument("--replace", action="store_true", help="overwrite figures/, tables/ and _variables.yml")
+    args = ap.parse_args(argv)
+    try:
+        fill(args.paper, args.replace)
+    except (FileExistsError, FileNotFoundError) as e:
+        print(f"local_fixture: error: {e}", file=sys.stderr)
+        return 2
+    print(f"local-scale fixture outputs written to {args.paper}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

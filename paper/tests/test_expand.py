@@ -152,6 +152,28 @@ def test_crossref_unknown_reference_and_duplicate():
         render.crossref(MD + "\n![again](a.svg){#fig-a}\n", "html")
 
 
+@pytest.mark.parametrize("follower", [";", "(", "[", ".Next"])
+def test_reference_that_typst_would_read_on_as_code_is_an_error(fake_paper, follower):
+    """Quarto's typst makes `@tbl-x` the code `#ref(<tbl-x>, ...)`: a ';' after it vanishes from the PDF, '(', '['
+    and '.word' break it (paper/tests/test_typst_shapes.py); the pandoc path would hide both."""
+    with pytest.raises(RenderError) as e:
+        expand_text(fake_paper, f"ok\n(@tbl-x{follower} more)\n", name="sec.qmd")
+    msg = str(e.value)
+    assert "sec.qmd:2: " in msg and f"'@tbl-x{follower[:2]}'" in msg and "\n" not in msg
+
+
+def test_reference_followers_that_stay_text(fake_paper):
+    text = "(@tbl-x, and @fig-y) and @tbl-z. Then @fig-w: see @tbl-v.\nmail x@tbl-a;b \\@tbl-q; @fig-r-(\n"
+    assert expand_text(fake_paper, text) == text
+
+
+def test_the_paper_expands(fake_paper):
+    """The paper's own sources pass every check of the expansion (with the fake outputs)."""
+    render.prepare(fake_paper, build=False)
+    varfile = fake_paper / "_variables.yml"
+    assert "@tbl-claims" in render.expand(fake_paper / "paper.md", render.load_variables(varfile), varfile)
+
+
 def test_paper_uses_only_documented_variables_and_every_id():
     """paper.md's var keys: the documented ones of analysis/README.md, or derived.* (checked on real data)."""
     qmd = "".join(p.read_text() for p in [ROOT / "paper" / "paper.md", *sorted((ROOT / "paper" / "sections").glob("*.qmd"))])

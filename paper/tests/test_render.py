@@ -95,6 +95,24 @@ def test_pandoc_render_of_the_local_scale_fixture(tmp_path):
         assert not problems, "; ".join(problems[:5])
 
 
+def test_local_fixture_fills_a_paper_folder_but_keeps_outputs_there(tmp_path, capsys):
+    """python -m paper.tests.local_fixture PAPER: the inputs of a by-hand Quarto render (docs/quarto-by-hand.md)."""
+    from .local_fixture import main
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    copy_sources(PAPER, paper)
+    assert main([str(paper)]) == 0
+    assert "| local (suspect) |" in (paper / "tables" / "study001-runs.md").read_text()
+    assert {p.stem for p in (paper / "figures").glob("*.svg")} == set(FIGURE_IDS)
+    (paper / "_variables.yml").write_text("real: outputs\n")
+    assert main([str(paper)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("local_fixture: error: ") and "paper/figures: exists" in err and "--replace" in err
+    assert (paper / "_variables.yml").read_text() == "real: outputs\n"
+    assert main([str(paper), "--replace"]) == 0 and "local:" in (paper / "_variables.yml").read_text()
+    assert main([str(tmp_path / "nowhere")]) == 2
+
+
 def test_cli_error_is_one_line_and_writes_nothing(fake_paper):
     (fake_paper / "paper.md").write_text((fake_paper / "paper.md").read_text()
                                           + "\nBroken {{< var claims.bogus_key >}}\n")
