@@ -246,10 +246,8 @@ def prose_claims(dv: Deriver):
     """Numbers study 000 states in its prose (§000.6), several of them flagged [ambig] in studies.md."""
     out = []
 
-    def lat(metric, stat, system, local, ack, partitions, subs=1):
-        exp = "E000-LAT2" if subs == 10 else ("E000-LAT3" if partitions != 100 else "E000-LAT1")
-        return dv.latency(metric, stat, experiment=exp, system=system, local_durability=local, ack=ack,
-                          partitions=partitions, subscriptions=subs)
+    def lat(*a, **kw):
+        return _lat(dv, *a, **kw)
 
     def bound(cid, text, printed, derived, files, how, amb=""):
         if derived is None:
@@ -297,6 +295,147 @@ def prose_claims(dv: Deriver):
     return out
 
 
+# The report itself (studies.md transcribes its tables and some of its sentences, not the ratios below): the PDF in the
+# repository that holds its raw files, cited by page. Each ratio's sentence names the comparison it makes.
+REPORT = ("streamnative/openmessaging-benchmark@e750749 blog/benchmarking-pulsar-kafka-a-more-accurate-perspective-on-"
+          "pulsar-performance.pdf")
+LEVELS = (("sync", 1), ("sync", 2), ("async", 1), ("async", 2))
+
+
+def _lat(dv: Deriver, metric, stat, system, local, ack, partitions, subs=1):
+    exp = "E000-LAT2" if subs == 10 else ("E000-LAT3" if partitions != 100 else "E000-LAT1")
+    return dv.latency(metric, stat, experiment=exp, system=system, local_durability=local, ack=ack,
+                      partitions=partitions, subscriptions=subs)
+
+
+def within_times(r: float, lo: float, hi: float) -> bool:
+    """'lo to hi times': the ratio rounded or truncated to whole times lies in [lo, hi] (the report writes 5.67 as
+    'five times'; the rule of verdict() for printed numbers)."""
+    return any(lo <= f(r) <= hi for f in (round, math.floor))
+
+
+def fmt_num(v: float) -> str:
+    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.2f}"
+
+
+def _range_row(cid, section, experiment, system, config, metric, unit, lo, hi, cells, inside, how, what, note="",
+               list_all=True):
+    """One row for a claim that every value of `cells` ([(label, value, files)]) lies in [lo, hi] (inside(v) says
+    whether one does). derived is the value furthest outside the range (printed: the bound it crosses), or, when
+    every value is inside, the smallest (printed: lo). The note lists every cell (list_all) or the range and the cells
+    outside it."""
+    have = [(lab, v, f) for lab, v, f in cells if v is not None]
+    files = list(dict.fromkeys(x for _, _, f in have for x in f))
+    sp = "" if unit == "x" else " "
+    if list_all:
+        listing = "; ".join(f"{lab}: {fmt_num(v)}" for lab, v, _ in have)
+    elif have:
+        listing = (f"{min(v for _, v, _ in have):.2f}–{max(v for _, v, _ in have):.2f}{sp}{unit} over {len(have)} "
+                   + what + "".join(f"; {lab}: {fmt_num(v)}" for lab, v, _ in have if not inside(v)))
+    else:
+        listing = ""
+    missing = [lab for lab, v, _ in cells if v is None]
+    if missing:
+        listing += "; no raw data: " + ", ".join(missing)
+    if not have:
+        derived, printed, v = None, float(lo), "no raw data"
+    else:
+        out = [(lab, x) for lab, x, _ in have if not inside(x)]
+        if out:
+            lab, derived = max(out, key=lambda c: max(lo / c[1] if c[1] > 0 else math.inf, c[1] / hi))
+            printed = float(lo if derived < lo else hi)
+            v = (f"differs: {len(out)} of {len(have)} {what} outside {lo:g}–{hi:g}{sp}{unit} "
+                 f"({', '.join(lab for lab, _ in out)})")
+        else:
+            derived, printed = min(x for _, x, _ in have), float(lo)
+            v = f"matches (all {len(have)} {what} within {lo:g}–{hi:g}{sp}{unit})"
+    diff = None if derived is None else (derived - printed) / printed * 100
+    return {"claim_id": cid, "section": section, "experiment": experiment, "system": system, "config": config,
+            "metric": metric, "unit": unit, "printed": printed, "derived": derived, "diff_pct": diff, "verdict": v,
+            "ambiguous": "", "derivation": how, "files": " ".join(files), "note": (note + " " if note else "") + listing}
+
+
+def report_prose_claims(dv: Deriver):
+    """The report's prose ratios and bound that studies.md does not transcribe (issue 32), each recomputed from the
+    published files with the comparison its sentence makes (REPORT, page in `section`)."""
+    out = []
+
+    def ratio(cid, page, where, experiment, system, config, metric, printed, num, den, how, note=""):
+        (a, fa), (b, fb) = num, den
+        derived = None if a is None or b is None or not b else a / b
+        out.append(_row(cid, f"report p. {page}: {where}", experiment, system, config, metric, "x", printed, derived,
+                        fa + fb, how, note=note))
+
+    # p. 45, latency #1 (100 partitions, 1 subscription): "Pulsar's publish and end-to-end latency to be two to five
+    # times lower than Kafka's at all levels of durability" (Tables 2-2 … 2-5; the paragraphs after it compare p99)
+    cells = []
+    for metric in ("publish", "e2e"):
+        for local, ack in LEVELS:
+            k, kf = _lat(dv, metric, "p99", "kafka", local, ack, 100)
+            p, pf = _lat(dv, metric, "p99", "pulsar", local, ack, 100)
+            cells.append((f"{metric} {local} ack-{ack}", None if k is None or p is None or not p else k / p, kf + pf))
+    out.append(_range_row(
+        "P9:latency-ratio-2-5x-100p-1sub", "report p. 45: latency #1 prose", "E000-LAT1", "kafka/pulsar",
+        "100part;1sub;sync/async-local;ack-1/ack-2: Pulsar 'two to five times lower' at all levels (publish, e2e)",
+        "p99_ratio_kafka_over_pulsar", "x", 2, 5, cells, lambda r: within_times(r, 2, 5),
+        "Kafka p99 ÷ Pulsar p99 (quantile maps), same metric and level; a ratio counts as 'two to five times' when "
+        "rounded or truncated to whole times it is 2 … 5", "ratios"))
+    # p. 52, latency #2 (10 subscriptions), publish, sync local: "under sync replication durability (ack-2), Pulsar's
+    # publish latency was 160 times lower than Kafka's"
+    ratio("P10:publish-p99-ratio-10sub-sync-ack2", 52, "latency #2 prose", "E000-LAT2", "kafka/pulsar",
+          "100part;10sub;sync-local;ack-2: Pulsar publish '160 times lower'", "publish_p99_ratio_kafka_over_pulsar", "160",
+          _lat(dv, "publish", "p99", "kafka", "sync", 2, 100, 10), _lat(dv, "publish", "p99", "pulsar", "sync", 2, 100, 10),
+          "Kafka (ack-all) publish p99 ÷ Pulsar (ack-2) publish p99, quantile maps (Table 2-7)")
+    # p. 55, publish, async local: "Kafka's 99th percentile publish latency under sync replication durability was 270
+    # times higher than Pulsar's"
+    ratio("P11:publish-p99-ratio-10sub-async-ack2", 55, "latency #2 prose", "E000-LAT2", "kafka/pulsar",
+          "100part;10sub;async-local;ack-2: Kafka publish '270 times higher'", "publish_p99_ratio_kafka_over_pulsar", "270",
+          _lat(dv, "publish", "p99", "kafka", "async", 2, 100, 10), _lat(dv, "publish", "p99", "pulsar", "async", 2, 100, 10),
+          "Kafka (ack-all) publish p99 ÷ Pulsar (ack-2) publish p99, quantile maps (Table 2-9)")
+    # p. 56, end to end, async local: "Kafka's 99th percentile end-to-end latency was 13 times higher than Pulsar's for
+    # ack-1 and 187 times higher for ack-2"
+    ratio("P12:e2e-p99-ratio-10sub-async-ack2", 56, "latency #2 prose", "E000-LAT2", "kafka/pulsar",
+          "100part;10sub;async-local;ack-2: Kafka e2e '187 times higher'", "e2e_p99_ratio_kafka_over_pulsar", "187",
+          _lat(dv, "e2e", "p99", "kafka", "async", 2, 100, 10), _lat(dv, "e2e", "p99", "pulsar", "async", 2, 100, 10),
+          "Kafka (ack-all) e2e p99 ÷ Pulsar (ack-2) e2e p99, quantile maps (Table 2-10)")
+    # p. 70, partition sweep, ack-2, async local: "Kafka's 99th percentile publish latency … was 202 times higher at
+    # 10000 partitions (as compared to 100)": Kafka against itself
+    ratio("P13:kafka-publish-p99-10000p-over-100p-async-ack2", 70, "partition-sweep prose", "E000-LAT3", "kafka",
+          "async-local;ack-all: Kafka publish p99 at 10000 partitions '202 times higher' than at 100",
+          "publish_p99_ratio_10000p_over_100p", "202",
+          _lat(dv, "publish", "p99", "kafka", "async", 2, 10000), _lat(dv, "publish", "p99", "kafka", "async", 2, 100),
+          "Kafka publish p99 at 10000 partitions ÷ Kafka publish p99 at 100 partitions, quantile maps (Table 2-16)")
+    # p. 71: "At 10000 partitions, Kafka's 99th percentile end-to-end latency increased to 200 s and was 32362 times
+    # higher than Pulsar's"
+    k = _lat(dv, "e2e", "p99", "kafka", "async", 2, 10000)
+    # which Pulsar file of the same level the printed ratio is nearest to (the report may have divided by another row)
+    others = [(n, _lat(dv, "e2e", "p99", "pulsar", "async", 2, n)[0]) for n in (100, 5000, 8000)]
+    others = [(n, k[0] / v) for n, v in others if v and k[0] is not None]
+    near = min(others, key=lambda x: abs(x[1] - 32362), default=None)
+    ratio("P14:e2e-p99-ratio-10000p-async-ack2", 71, "partition-sweep prose", "E000-LAT3", "kafka/pulsar",
+          "async-local;ack-2;10000part: Kafka e2e '32362 times higher' than Pulsar", "e2e_p99_ratio_kafka_over_pulsar",
+          "32362", k, _lat(dv, "e2e", "p99", "pulsar", "async", 2, 10000),
+          "Kafka (ack-all) e2e p99 ÷ Pulsar (ack-2) e2e p99 at 10000 partitions, quantile maps (Table 1-3 cells)",
+          note=(f"nearest other pairing: over the same level's Pulsar {near[0]}-partition file the ratio is "
+                f"{near[1]:.0f}" if near else ""))
+    # p. 7, highlight #2 with Tables 1-2 and 1-3 (end-to-end p99 by subscriptions, partitions and durability):
+    # "Pulsar's 99th percentile latency is within the range of 5 and 15 milliseconds"
+    cells = []
+    for part, subs in ((100, 1), (100, 10), (5000, 1), (10000, 1)):
+        for local, ack in LEVELS:
+            v, f = _lat(dv, "e2e", "p99", "pulsar", local, ack, part, subs)
+            cells.append((f"{part}p/{subs}sub {local} ack-{ack}", v, f))
+    out.append(_range_row(
+        "P15:pulsar-e2e-p99-within-5-15ms", "report p. 7: highlight #2 (Tables 1-2, 1-3)", "E000-LAT1/2/3", "pulsar",
+        "100part with 1 and 10 sub, 5000 and 10000part with 1 sub; every level: Pulsar p99 'within the range of 5 and "
+        "15 milliseconds'", "e2e_p99", "ms", 5, 15, cells, lambda v: 5 <= v <= 15,
+        "Pulsar e2e p99 (quantile map) of each cell of Tables 1-2 and 1-3, 5 ≤ p99 ≤ 15 ms", "cells",
+        note="the report's own Table 1-3 prints 15.78 for sync ack-2 at 10000 partitions;", list_all=False))
+    for r in out:
+        r["derivation"] += f"; sentence: {REPORT}"
+    return out
+
+
 CLAIMS_SCHEMA = {"claim_id": pl.Utf8, "section": pl.Utf8, "experiment": pl.Utf8, "system": pl.Utf8,
                  "config": pl.Utf8, "metric": pl.Utf8, "unit": pl.Utf8, "printed": pl.Float64, "derived": pl.Float64,
                  "diff_pct": pl.Float64, "verdict": pl.Utf8, "ambiguous": pl.Utf8, "derivation": pl.Utf8,
@@ -305,5 +444,6 @@ CLAIMS_SCHEMA = {"claim_id": pl.Utf8, "section": pl.Utf8, "experiment": pl.Utf8,
 
 def derive(runs, stats_df, reference_csv, tables_csv=TABLES_CSV) -> pl.DataFrame:
     dv = Deriver(runs, stats_df)
-    rows = table_claims(dv, tables_csv) + reference_claims(dv, reference_csv) + prose_claims(dv)
+    rows = (table_claims(dv, tables_csv) + reference_claims(dv, reference_csv) + prose_claims(dv)
+            + report_prose_claims(dv))
     return pl.DataFrame(rows, schema=CLAIMS_SCHEMA, strict=False)

@@ -12,7 +12,9 @@ Reads this project's runs of the study-001 shapes (workloads/omb/1-topic-{1,16}-
   NO_KEY); the study's published maximum throughputs are drawn as labelled vertical rules;
 - paper/tables/study001-runs.{csv,md}: one row per run (the CSV names each run's file);
 - paper/tables/study001-claims.{csv,md}: the findings of studies.md §001.4, each with the value this testbed
-  measured, a verdict and the caveat of scale.
+  measured, a verdict and the caveat of scale; the highlights' own sentences get rows of their own where they say
+  more than the body (DUR-6, BATCH-4, LARGE-16-highlight, TAIL-5, TAIL-6). A finding about 16 partitions is judged on
+  16-partition runs only and, without them, reads "needs aws scale" (the local scale runs 1 partition).
 A finding about a maximum throughput is only judged when the sweep saturated the system (the achieved rate at
 its top point fell below 90 % of the offered one): a sweep that every system kept up with says nothing about
 their maxima, and the verdict says so.
@@ -36,6 +38,8 @@ FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large"
 TABLE_IDS = ["study001-runs", "study001-claims"]
 SATURATED = 0.90  # achieved / offered below this at a point: the system could not keep up (its maximum is known)
 SINGLE_DIGIT_MS = 10.0
+ROUGHLY = 0.20  # "roughly" / "~" in a highlight: within +/-20 % of the printed size (study004.APPROX)
+ONE_PARTITION_HERE = "the local scale runs 1 partition / segment"
 
 _WL = re.compile(r"^1-topic-(?P<parts>\d+)-partitions?-(?P<size>100b|10kb)-1p-(?P<cons>\d+)c-(?P<key>keyed|nokey)-(?P<rate>10k|max)$")
 MAX = float("inf")  # the sweep point of a -max workload (producerRate 0: the runner's rate discovery)
@@ -366,11 +370,13 @@ def _claim(cid, exp, finding, printed, value, verdict, caveat=""):
             "verdict": verdict, "caveat": caveat}
 
 
-def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, direction=">="):
+def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, direction=">=", approx=0.0, missing=None):
+    """A's maximum against B's: holds when A/B meets target_ratio (direction), or, with approx, lies within
+    +/-approx of it ("roughly"). missing: the verdict when a curve has no run (default: not tested)."""
     va, sa = _top(a, reads=reads)
     vb, sb = _top(b, reads=reads)
     if va is None or vb is None:
-        return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
+        return _claim(cid, exp, finding, printed, None, missing or "not tested (no runs)")
     shown = f"{va:,.0f} vs {vb:,.0f} e/s ({(va / vb - 1) * 100:+.0f}%)"
     if not (sa and sb):
         return _claim(cid, exp, finding, printed, shown + "; not saturated",
@@ -381,7 +387,10 @@ def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, di
                       "not separable at this scale: both maxima lie in one bracket of the rate search")
     r = va / vb
     # the printed size of the effect holds, or only its direction (more / less than the other), or neither
-    full = r >= target_ratio if direction == ">=" else r <= target_ratio
+    if approx:
+        full = abs(r / target_ratio - 1) <= approx
+    else:
+        full = r >= target_ratio if direction == ">=" else r <= target_ratio
     sign = r > 1 if target_ratio > 1 else r < 1
     v = "holds" if full else (f"direction holds, size does not ({(r - 1) * 100:+.0f}%, printed {printed})" if sign
                               else "does not hold here")
@@ -465,6 +474,12 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     else:
         out.append(_claim("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)",
                           "modest", None, "not tested (no runs)"))
+    # the highlights' DUR sentence: Kafka's write throughput is "at least 40% less" than Pravega's, flushing or not
+    for cid, level, name in (("DUR-6-noflush", "L2", "no flush"), ("DUR-6-flush", "L1", "flush")):
+        out.append(_ratio_claim(cid, "E001-DUR", f"Highlights: Kafka ({name}) max write throughput at least 40% below "
+                                "Pravega (flush)'s (1 segment, 100 B)", "-40% or less", 0.60,
+                                _curve(rows, "kafka", level, "batch-128k-1ms", 100, 1),
+                                _curve(rows, "pravega", "L1", None, 100, 1), direction="<="))
     # BATCH
     out.append(_ratio_claim("BATCH-1", "E001-BATCH", "Kafka large batches (1 MB / 10 ms) lower max throughput vs 128 KB / 1 ms (1 partition)",
                             "lower", 1.0, _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 1),
@@ -483,6 +498,8 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     else:
         out.append(_claim("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)",
                           "lower", None, "not tested (no runs)"))
+    out.append(_tradeoff_claim(_curve(rows, "pulsar", "L1", "no-batch", 100, 1),
+                               _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1)))
     # LARGE
     for parts, key in ((1, "large_10KB_1part"), (16, "large_10KB_16part")):
         for sysname, level, var, prefix, cfg in (("pravega", "L1", None, "pravega", "flush"),
@@ -495,6 +512,7 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
             out.append(_max_claim(f"LARGE-{parts}-{sysname}", "E001-LARGE",
                                   f"10 KB, {parts} partition{'s' if parts > 1 else ''}: {sysname} {v} MB/s",
                                   f"{v} MB/s", _curve(rows, sysname, level, var, 10_000, parts), unit="mbps"))
+    out.append(_large16_claim(rows, pub))
     # TAIL
     pl = [r for r in _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1) + _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 16)
           if r["e2e_p95_ms"]]
@@ -513,6 +531,15 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     out.append(_ratio_claim("TAIL-4", "E001-TAIL", "Pulsar read throughput drops 76% from 1 to 16 partitions", "-76%", 0.24,
                             _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 16),
                             _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), reads=True, direction="<="))
+    # the highlights' TAIL sentences: "roughly 80% more" (the body: +72%) and the single partition at 3.6x the 16
+    out.append(_ratio_claim("TAIL-5", "E001-TAIL", "Highlights: 1 partition: Pravega read throughput roughly 80% above "
+                            "Kafka's", "roughly +80%", 1.80, _curve(rows, "pravega", "L1", None, 100, 1), kd, reads=True,
+                            approx=ROUGHLY))
+    p1, p16 = (_curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, n) for n in (1, 16))
+    out.append(_ratio_claim("TAIL-6", "E001-TAIL", "Highlights: Pulsar's 1-partition read throughput is 3.6x its "
+                            "16-partition one", "3.6x", 3.6, p1, p16, reads=True,
+                            missing=None if p16 else ("needs aws scale: no 16-partition Pulsar tail run on this testbed "
+                                                      f"({ONE_PARTITION_HERE})")))
     # KEYS
     for sysname, level, var in (("kafka", "L2", "batch-128k-1ms"), ("pulsar", "L1", "batch-128k-1ms")):
         pairs = _common(_curve(rows, sysname, level, var, 100, 1), _curve(rows, sysname, level, var, 100, 1, "nokey"))
@@ -546,6 +573,82 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     for c in out:
         c["caveat"] = cav if c["this_testbed"] is not None else "no study-001 run of this configuration on this testbed"
     return out
+
+
+def _tradeoff_claim(nb: list[dict], bt: list[dict]) -> dict:
+    """BATCH-4: Pulsar without batching has the lower write p95 (at every rate both kept up with) and with batching
+    the higher maximum; each half is judged when the data can show it."""
+    cid, exp = "BATCH-4", "E001-BATCH"
+    finding = "Pulsar: either low latency (no batch) or high throughput (batch), not both (1 partition, 100 B)"
+    printed = "no batch: lower p95; batch: higher max"
+    if not nb or not bt:
+        return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
+    shown, halves = [], []
+    pairs = [(n, b) for n, b in _common(nb, bt) if n["publish_p95_ms"] and b["publish_p95_ms"]
+             and not (_short(n) or _short(b))]
+    if pairs:
+        shown.append("p95 no batch vs batch: " + ", ".join(f"{n['publish_p95_ms']:.1f} vs {b['publish_p95_ms']:.1f} ms"
+                                                          for n, b in pairs))
+        ok = all(n["publish_p95_ms"] < b["publish_p95_ms"] for n, b in pairs)
+        halves.append(("latency", "holds" if ok else "does not hold"))
+    else:
+        halves.append(("latency", "not testable at this scale: no rate both kept up with"))
+    (vn, sn), (vb, sb) = _top(nb), _top(bt)
+    shown.append(f"max batch {vb:,.0f} vs no batch {vn:,.0f} e/s" + ("" if sn else " (no batch not saturated)"))
+    if sn and vb > vn:  # batch's top, a maximum or a lower bound of it, beyond no batch's maximum
+        halves.append(("throughput", "holds"))
+    elif sn and sb:
+        halves.append(("throughput", "does not hold"))
+    else:
+        halves.append(("throughput", "not testable at this scale: the sweep did not saturate Pulsar "
+                                     f"({'no batch' if not sn else 'batch'})"))
+    if all(v == "holds" for _, v in halves):
+        verdict = "holds"
+    elif any(v == "does not hold" for _, v in halves):
+        verdict = "does not hold here (" + ", ".join(f"{h} half {v}" for h, v in halves) + ")"
+    else:
+        verdict = "; ".join(f"{h} half {v}" for h, v in halves)
+    return _claim(cid, exp, finding, printed, "; ".join(shown), verdict)
+
+
+def _short(r: dict) -> bool:
+    """The run fell behind its offered rate (its latency is a queue's, not the system's at that rate)."""
+    return bool(r["offered_eps"]) and r["publish_eps"] < SATURATED * r["offered_eps"]
+
+
+def _large16_claim(rows: list[dict], pub: list[dict]) -> dict:
+    """LARGE-16-highlight: at 16 partitions of 10 KB, Pravega's maximum 40 % above Pulsar's and ~6 % above Kafka's,
+    Kafka's write p95 above 800 ms (the sizes from the study's 350 / 250 / 330 MB/s). Judged at 16 partitions only:
+    at 1 partition the study ranks Pulsar first, so a 1-partition run is no stand-in."""
+    cid, exp = "LARGE-16-highlight", "E001-LARGE"
+    pv = _ref(pub, "large_10KB_16part", "pravega", "max_tput") or 350.0
+    pu = _ref(pub, "large_10KB_16part", "pulsar", "max_tput") or 250.0
+    ka = _ref(pub, "large_10KB_16part", "kafka", "max_tput") or 330.0
+    lat = _ref(pub, "large_10KB_16part", "kafka", "p95_write_latency") or 800.0
+    finding = (f"Highlights: 10 KB, 16 partitions: Pravega's max throughput {pv / pu - 1:.0%} above Pulsar's and "
+               f"~{pv / ka - 1:.0%} above Kafka's; Kafka's write p95 above {lat:g} ms")
+    printed = f"+{pv / pu - 1:.0%}, ~+{pv / ka - 1:.0%}, > {lat:g} ms"
+    curves = {name: _curve(rows, *cfg, 10_000, 16) for name, cfg in (
+        ("Pravega", ("pravega", "L1", None)), ("Pulsar", ("pulsar", "L1", "batch-128k-1ms")),
+        ("Kafka", ("kafka", "L2", "batch-128k-1ms")))}
+    absent = [name for name, c in curves.items() if not c]
+    if absent:
+        return _claim(cid, exp, finding, printed, None,
+                      f"needs aws scale: no 10 KB run at 16 partitions of {', '.join(absent)} on this testbed "
+                      f"({ONE_PARTITION_HERE}; at 1 partition the study ranks the systems the other way)")
+    (a, sa), (b, sb), (c, sc) = (_top(curves[n], "mbps") for n in ("Pravega", "Pulsar", "Kafka"))
+    kmax = max(r["publish_p95_ms"] or 0 for r in curves["Kafka"])
+    shown = (f"Pravega {a:,.0f}, Pulsar {b:,.0f}, Kafka {c:,.0f} MB/s ({(a / b - 1) * 100:+.0f}%, "
+             f"{(a / c - 1) * 100:+.0f}%); Kafka max p95 {kmax:,.0f} ms")
+    if not (sa and sb and sc and b and c):
+        return _claim(cid, exp, finding, printed, shown + "; not saturated",
+                      "not testable at this scale: the sweep did not saturate every system")
+    checks = {"Pravega over Pulsar": a / b >= pv / pu,
+              "Pravega over Kafka": 1.0 < a / c <= (pv / ka) * (1 + ROUGHLY),
+              "Kafka p95": kmax > lat}
+    failed = [k for k, ok in checks.items() if not ok]
+    return _claim(cid, exp, finding, printed, shown,
+                  "holds" if not failed else f"does not hold here ({', '.join(failed)})")
 
 
 def _base(testbed: str) -> str:

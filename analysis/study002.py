@@ -14,7 +14,10 @@ result tables, §002.4 of studies.md), and writes
 - paper/tables/study002-runs.{csv,md}: one row per run (the CSV names each run's file);
 - paper/tables/study002-claims.{csv,md}: the study's main claim, Pulsar's latency falls as partitions increase while
   Kafka's rises, one row per system, durability and metric, judged on the study's own printed numbers and on every
-  testbed that measured more than one partition count; a testbed with one count says what it would need.
+  testbed that measured more than one partition count; a testbed with one count says what it would need. Then its
+  three other claims of §002.4 (flush / no flush, and two sentences with numbers): disabling Pulsar's flush gains
+  little, "4.129 ms with flush vs 3.928 ms without" and "2.969 vs 6.652 ms", each judged at the partition counts a
+  testbed measured (the local scale: 1) by the comparison the sentence makes.
 """
 from __future__ import annotations
 
@@ -42,6 +45,25 @@ SYSTEM_NAME = {"pulsar": "Pulsar", "kafka": "Kafka"}
 # the claim (§002.4, qualitative findings): direction of latency as partitions increase, per system
 DIRECTION = {"pulsar": "falls", "kafka": "rises"}
 METRICS = {"publish_p99": "publish p99", "e2e_avg": "average end to end"}
+STUDY_PARTITIONS = (1, 6, 16)
+GAIN_LITTLE = 0.20  # "gains little": no flush lowers Pulsar's publish p99 by less than a fifth at every partition count
+APPROX = 0.20  # a ratio a sentence prints holds within +/-20 % of it, on the same side of 1 (study004.APPROX)
+# the two sentences of §002.4 with numbers (their text, as studies.md quotes it) -> (numerator, denominator) of the
+# comparison each makes and where the study's tables hold the pair
+QUOTED = {
+    "002-flush-p99-1p": {"headline": '"Pulsar 1-partition p99 publish 4.129 ms with flush vs 3.928 ms without"',
+                         "printed": "4.129 vs 3.928 ms",
+                         "pair": (4.129, 3.928), "system": ("pulsar", "pulsar"), "mode": ("flush", "no flush"),
+                         "metric": "publish_p99",
+                         "comparison": "Pulsar publish p99 at 1 partition, flush / no flush: within 20 % of "
+                                       "4.129 / 3.928 = 1.05x, flush the higher"},
+    "002-avg-1p": {"headline": '"Kafka 2.969 vs 6.652 ms" (Pulsar 2.969 vs Kafka 6.652)',
+                   "printed": "2.969 (Pulsar) vs 6.652 ms (Kafka)",
+                   "pair": (6.652, 2.969), "system": ("kafka", "pulsar"), "mode": ("flush", "flush"),
+                   "metric": "publish_avg",
+                   "comparison": "average publish latency at 1 partition, flush: Kafka / Pulsar within 20 % of "
+                                 "6.652 / 2.969 = 2.24x, Kafka the higher"},
+}
 RUN_COLS = ["testbed", "system", "level", "mode", "partitions", "ran_with_partitions", "offered_msgps", "achieved_msgps",
             "publish_avg_ms", "publish_p50_ms", "publish_p99_ms", "publish_p99_9_ms", "publish_p99_99_ms",
             "publish_max_ms", "e2e_avg_ms", "e2e_p99_ms", "lost", "file"]
@@ -228,6 +250,67 @@ def _claim_rows(scale: str, judged_at: str, values_of, note_of) -> list[dict]:
     return out
 
 
+def pair_verdict(a: float, b: float, printed: float) -> tuple[str, str]:
+    """(shown, verdict) for a sentence that prints the pair a vs b as the ratio `printed`: holds within +/-APPROX of it
+    on the same side of 1; else the direction alone, or the opposite."""
+    r = a / b
+    shown = f"{round(a, 3):g} / {round(b, 3):g} ms = {r:.2f}x"
+    if (r > 1) != (printed > 1) or r == 1:
+        return shown, f"differs: opposite direction ({r:.2f}x, printed {printed:.2f}x)"
+    if abs(r / printed - 1) <= APPROX:
+        return shown, "holds"
+    return shown, f"differs: direction holds, size does not ({r:.2f}x, printed {printed:.2f}x)"
+
+
+def _number_rows(scale: str, judged_at: str, value_of, note: str = "") -> list[dict]:
+    """The flush / no flush claim and the two sentences with numbers on one scale. value_of(system, mode, metric,
+    partitions) -> ms or None (metric: publish_p99, publish_avg)."""
+    study = scale == STUDY_SCALE
+    out = []
+    measured = [p for p in STUDY_PARTITIONS if value_of("pulsar", "flush", "publish_p99", p) is not None
+                and value_of("pulsar", "no flush", "publish_p99", p) is not None]
+    missing = [p for p in STUDY_PARTITIONS if p not in measured]
+    row = {"claim_id": "002-flush-gain", "headline": "Disabling Pulsar's flush gains little",
+           "comparison": f"Pulsar publish p99 without flush (tests 4-6) against with flush (tests 1-3), each partition "
+                         f"count: lower by less than {GAIN_LITTLE:.0%}", "printed": "little", "scale": scale,
+           "judged_at": judged_at, "note": note}
+    if not measured:
+        row.update(this_testbed=None, verdict="not measured at this scale: no Pulsar flush and no-flush pair at one "
+                                              "partition count")
+    else:
+        gains = {p: 1 - value_of("pulsar", "no flush", "publish_p99", p) / value_of("pulsar", "flush", "publish_p99", p)
+                 for p in measured}
+        shown = ", ".join(f"{p} p: {-g:+.1%}" for p, g in gains.items())
+        big = {p: g for p, g in gains.items() if g >= GAIN_LITTLE}
+        if big:
+            v = "differs: no flush lowers it by " + ", ".join(f"{g:.0%} at {p} partition(s)" for p, g in big.items())
+        else:
+            v = "holds" + (f" at {', '.join(map(str, measured))} partition(s) ({', '.join(map(str, missing))} need the "
+                           "aws scale)" if missing and not study else "")
+        row.update(this_testbed=shown, verdict=v)
+    out.append(row)
+    for cid, q in QUOTED.items():
+        (sa, sb), (ma, mb) = q["system"], q["mode"]
+        a, b = value_of(sa, ma, q["metric"], 1), value_of(sb, mb, q["metric"], 1)
+        r = {"claim_id": cid, "headline": q["headline"], "comparison": q["comparison"], "printed": q["printed"],
+             "scale": scale, "judged_at": judged_at, "note": note}
+        if a is None or b is None or not b:
+            what = " and ".join(f"{SYSTEM_NAME[sy]} ({m})" for sy, m, v in ((sa, ma, a), (sb, mb, b)) if not v)
+            what += f" {q['metric'].replace('_', ' ')} at 1 partition"
+            r.update(this_testbed=None, verdict=(f"not re-derivable: studies.csv transcribes no {what}"
+                                                 if study else f"not measured at this scale: no run of {what}"))
+        else:
+            shown, v = pair_verdict(a, b, q["pair"][0] / q["pair"][1])
+            r.update(this_testbed=shown, verdict=v)
+        out.append(r)
+    if study:
+        out[1]["note"] = ("the sentence's numbers are not the tables' (§002.4: p99 4.003 / 3.783, p99.9 4.095 / 3.928; "
+                          "studies.md [ambig]); judged on the tables' p99")
+        out[2]["note"] = ("the translation names Kafka for Pulsar's 2.969 (studies.md [ambig]); 2.969 is Test 1's "
+                          "average publish latency in §002.4's table, 6.652 Test 10's")
+    return out
+
+
 def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     """The main claim of §002.4 per system, durability and metric: on the study's printed numbers, then on each
     testbed with E002-LAT runs (their partition counts as the study names them; a run's real count is in the runs
@@ -238,6 +321,11 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     out = _claim_rows(STUDY_SCALE, STUDY_TESTBED, printed,
                       lambda s, m: "tests " + ", ".join(str(p["test"]) for p in pub if (p["system"], p["mode"]) == (s, m)
                                                           and p["metric"] == "publish_p99") + " of §002.4")
+
+    def printed_value(system, mode, metric, partitions):
+        return printed(system, mode, metric).get(partitions)
+
+    out += _number_rows(STUDY_SCALE, STUDY_TESTBED, printed_value)
     for tb in sorted({r["testbed"].removesuffix(" (suspect)") for r in rows}):
         at = [r for r in rows if r["testbed"].removesuffix(" (suspect)") == tb]  # suspect runs judged with the rest
         rates = sorted({r["offered_msgps"] for r in at if r["offered_msgps"]})
@@ -255,12 +343,23 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
             return {p: sorted(v)[len(v) // 2] for p, v in vals.items()}  # the median over repetitions
 
         out += _claim_rows(tb, judged, measured, lambda s, m, at=at: f"{sum(1 for r in at if (r['system'], r['mode']) == (s, m))} run(s)")
+
+        def measured_value(system, mode, metric, partitions, at=at):
+            col = {"publish_p99": "publish_p99_ms", "publish_avg": "publish_avg_ms"}[metric]
+            vals = sorted(r[col] for r in at if (r["system"], r["mode"], r["partitions"]) == (system, mode, partitions)
+                          and r[col] is not None)
+            return vals[len(vals) // 2] if vals else None  # the median over repetitions
+
+        out += _number_rows(tb, judged, measured_value)
     if not rows:
         out += _claim_rows("local", "no E002-LAT run on any testbed yet", lambda *a: {},
                            lambda s, m: "env/shell snakemake --profile local all runs E002-LAT on 1 partition")
         for r in out[-8:]:
             r["verdict"] = ("needs aws scale: partition sweep (the local scale runs 1 partition only; no run here "
                             "yet either)")
+        for r in _number_rows("local", "no E002-LAT run on any testbed yet", lambda *a: None):
+            out.append({**r, "verdict": "not measured at this scale: no E002-LAT run yet (the local and aws scales "
+                                        "run it)"})
     return out
 
 

@@ -12,8 +12,9 @@ L2 and L2-bypass; any testbed under data/raw, labelled by analysis.labels) and t
   Figure 4), P99.99 included for this testbed's runs; the study's P99.99 values are in its Figure 4 only and are not
   transcribed in studies.md, so its points are the p99 and p99.9 it printed;
 - paper/tables/study004-runs.{csv,md}: one row per run (the CSV names each run's file);
-- paper/tables/study004-claims.{csv,md}: the five headlines, each with the comparison its sentence makes, judged on
-  the study's own printed numbers and on every testbed, or saying what it needs ("needs aws scale: ...").
+- paper/tables/study004-claims.{csv,md}: the five headlines and two T2 claims (the conclusion's p99 bounds, Kafka's
+  printed p99 and p99.9), each with the comparison its sentence makes, judged on the study's own printed numbers and
+  on every testbed, or saying what it needs ("needs aws scale: ...").
 Configurations: Pulsar with journal = L1 (journal fsynced before the ack, 3/3/2), Pulsar without journal = L2-bypass,
 Kafka (acks=all, page cache, no fsync) = L2; Pulsar L2 (journal kept, not fsynced) and Kafka L1 (flush every
 message) are run here too and are not in the study ("here only").
@@ -44,6 +45,9 @@ CONFIG_ORDER = [NO_JOURNAL, JOURNAL, KAFKA, CONFIG[("pulsar", "L2")], CONFIG[("k
 COLOR = {NO_JOURNAL: "#7570b3", JOURNAL: "#3f3a80", KAFKA: "#d95f02", CONFIG[("pulsar", "L2")]: "#a6a2d6",
          CONFIG[("kafka", "L1")]: "#8c3a00"}
 MIN_P9999_SAMPLES = 10_000  # a P99.99 needs at least this many samples to be more than the run's maximum
+MIN_P999_SAMPLES = 1_000  # and a P99.9 this many
+# the T2 conclusion: p99 "<1.6 ms without journal, <8 ms with journal at 500 MB/s" (studies.md §004.4)
+T2_P99_BOUND = {NO_JOURNAL: 1.6, JOURNAL: 8.0}
 APPROX = 0.20  # a "~" ratio holds within +/-20 % of the printed size
 PERCENTILES = [("p50", 50), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99), ("max", 100)]
 # why an experiment runs only at the aws scale (workloads/experiments.yaml, the local profile's description)
@@ -190,6 +194,8 @@ HEADLINES = {
     "004-H3": "1.5x faster historical read rate",
     "004-H4": "32 % less hardware",
     "004-H5": "drain the backlog ~2.5x faster",
+    "004-H6": "p99 <1.6 ms without journal, <8 ms with journal at 500 MB/s",
+    "004-H7": "T2: Kafka publish p99 3.46 ms, p99.9 54.56 ms",
 }
 
 
@@ -204,6 +210,8 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     pr = printed(pub, "catchup_512GB_100part", "Pulsar (variant not stated)", "read_tput")
     kr = printed(pub, "catchup_512GB_100part", KAFKA, "read_tput")
     drain = printed(pub, "catchup_512GB_100part", "Pulsar vs Kafka", "drain_speedup") or 2.5
+    t2 = {c: printed(pub, "lat_500MBps_100part", c, "publish_p99") for c in (NO_JOURNAL, JOURNAL, KAFKA)}
+    k999 = printed(pub, "lat_500MBps_100part", KAFKA, "publish_p99.9")
     spec = {
         "004-H1": (f"{NO_JOURNAL} / {KAFKA} maximum throughput, 1 partition, 4 producers / 1 consumer (E004-T1C1): "
                    "ratio >= 2.5", f"{pj:g} / {k1:g} MB/s (Figure 2; which Pulsar value is the no-journal one is "
@@ -216,6 +224,12 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                    f"1 - {k100:g} / {p100:g} MB/s (Figure 3)" if p100 and k100 else "n/a"),
         "004-H5": ("Kafka / Pulsar chase time of the backlog (E004-T3): ratio ~2.5 (within "
                    f"{APPROX:.0%})", f"~{drain:g}x (T3 analysis; chase times in Figure 5b, not transcribed)"),
+        "004-H6": (f"publish p99 at the fixed rate (E004-T2): {NO_JOURNAL} below {T2_P99_BOUND[NO_JOURNAL]:g} ms, "
+                   f"{JOURNAL} below {T2_P99_BOUND[JOURNAL]:g} ms",
+                   f"< {T2_P99_BOUND[NO_JOURNAL]:g} / < {T2_P99_BOUND[JOURNAL]:g} ms (conclusion; the T2 results: "
+                   f"{t2[NO_JOURNAL]:g} / {t2[JOURNAL]:g} ms)" if t2[NO_JOURNAL] and t2[JOURNAL] else "< 1.6 / < 8 ms"),
+        "004-H7": (f"{KAFKA} publish p99 and p99.9 at the fixed rate (E004-T2): each within {APPROX:.0%} of the printed "
+                   "value", f"{t2[KAFKA]:g} / {k999:g} ms" if t2[KAFKA] and k999 else "n/a"),
     }
 
     def row(cid, scale, judged_at, value, verdict, note=""):
@@ -234,21 +248,29 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                    "not re-derivable: a value is missing", "32 % is the rounded 1 - 1087 / 1600 = 32.1 %"))
     out.append(row("004-H5", s, STUDY_TESTBED, None, "not re-derivable: the chase times are in Figure 5b only "
                    "(studies.md transcribes none)"))
+    if t2[NO_JOURNAL] and t2[JOURNAL]:
+        out.append(row("004-H6", s, STUDY_TESTBED, f"{t2[NO_JOURNAL]:g} / {t2[JOURNAL]:g} ms",
+                       p99_bound_verdict({NO_JOURNAL: t2[NO_JOURNAL], JOURNAL: t2[JOURNAL]})))
+    else:
+        out.append(row("004-H6", s, STUDY_TESTBED, None, "not re-derivable: a value is missing"))
+    out.append(row("004-H7", s, STUDY_TESTBED, None, "not re-derivable: the values are the study's measurement and it "
+                   "published no result files"))
 
     testbeds = sorted({base_testbed(r["testbed"]) for r in rows})
     if not testbeds:
         for cid, exp in (("004-H1", "E004-T1C1"), ("004-H2", "E004-T2"), ("004-H3", "E004-T3"),
-                         ("004-H4", "E004-T1C2"), ("004-H5", "E004-T3")):
+                         ("004-H4", "E004-T1C2"), ("004-H5", "E004-T3"), ("004-H6", "E004-T2"), ("004-H7", "E004-T2")):
             v = (f"needs aws scale: {AWS_ONLY[exp]}" if exp in AWS_ONLY else
                  f"not measured at this scale: no {exp} run yet (the local and aws scales run it)")
             out.append(row(cid, "local", "no study-004 run on any testbed yet", None, v))
         return out
     for tb in testbeds:
-        out += _testbed_claims(rows, tb, row)
+        out += _testbed_claims(rows, tb, row, (t2[KAFKA], k999) if t2[KAFKA] and k999 else None)
     return out
 
 
-def _testbed_claims(rows, tb, row) -> list[dict]:
+def _testbed_claims(rows, tb, row, kafka_t2) -> list[dict]:
+    """One testbed's rows; kafka_t2: Kafka's printed T2 (p99, p99.9) in ms, or None."""
     out = []
     # H1: maximum throughput on one partition (rate search; a maximum at the search's ceiling is a lower bound)
     a, b = _pick(rows, tb, "E004-T1C1", NO_JOURNAL), _pick(rows, tb, "E004-T1C1", KAFKA)
@@ -314,7 +336,46 @@ def _testbed_claims(rows, tb, row) -> list[dict]:
         out.append(row("004-H4", tb, f"{tb}: {_shape(a + b)}", shown, v))
     else:
         out.append(row("004-H4", tb, "", None, _missing(tb, "E004-T1C2", f"{NO_JOURNAL} and {KAFKA}")))
+    # H6: the conclusion's p99 bounds at the fixed rate, both Pulsar configurations
+    a, b = _pick(rows, tb, "E004-T2", NO_JOURNAL), _pick(rows, tb, "E004-T2", JOURNAL)
+    pa, pb = _median(r["publish_p99_ms"] for r in a), _median(r["publish_p99_ms"] for r in b)
+    if pa and pb:
+        out.append(row("004-H6", tb, f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)",
+                       f"{pa:.2f} / {pb:.2f} ms", p99_bound_verdict({NO_JOURNAL: pa, JOURNAL: pb})))
+    else:
+        out.append(row("004-H6", tb, "", None, _missing(tb, "E004-T2", f"{NO_JOURNAL} and {JOURNAL}")))
+    # H7: Kafka's printed p99 and p99.9 at the fixed rate
+    k = _pick(rows, tb, "E004-T2", KAFKA)
+    k99, k999 = _median(r["publish_p99_ms"] for r in k), _median(r["publish_p99_9_ms"] for r in k)
+    if k and k99 and k999:
+        n = min((r["publish_samples"] or 0) for r in k)
+        shown = f"p99 {k99:.2f} ms, p99.9 {k999:.2f} ms"
+        if n < MIN_P999_SAMPLES:
+            v = (f"not measured at this scale: {n:,} publish samples in a run, fewer than the {MIN_P999_SAMPLES:,} a "
+                 "P99.9 needs")
+        elif kafka_t2 is None:
+            v = "not judged: studies.csv has no printed T2 p99 / p99.9 for Kafka"
+        else:
+            v = values_verdict({"p99": (k99, kafka_t2[0]), "p99.9": (k999, kafka_t2[1])})
+        out.append(row("004-H7", tb, f"{tb}: {_shape(k)} (the study: 100 partitions at 500 000 msg/s)", shown, v,
+                       f"{n:,} samples in the smallest run; absolute latencies, of another machine at another rate"))
+    else:
+        out.append(row("004-H7", tb, "", None, _missing(tb, "E004-T2", KAFKA)))
     return sorted(out, key=lambda r: r["claim_id"])
+
+
+def p99_bound_verdict(p99: dict) -> str:
+    """The T2 conclusion on {configuration: publish p99 ms}: each below its bound (T2_P99_BOUND)."""
+    over = [f"{c} {v:.2f} ms is not below {T2_P99_BOUND[c]:g}" for c, v in p99.items() if not v < T2_P99_BOUND[c]]
+    return "holds" if not over else "differs: " + "; ".join(over)
+
+
+def values_verdict(values: dict) -> str:
+    """Measured values against printed ones ({name: (measured, printed)}): holds when each lies within +/-APPROX."""
+    off = {k: (m - p) / p for k, (m, p) in values.items() if abs(m - p) > APPROX * p}
+    if not off:
+        return f"holds (each within {APPROX:.0%})"
+    return "differs: " + ", ".join(f"{k} {d:+.0%}" for k, d in off.items())
 
 
 # ---------------------------------------------------------------- figures

@@ -164,17 +164,18 @@ def test_an_id_the_dag_does_not_build_fails(registry):
 
 
 def test_every_named_row_exists(registry, published_tables, tmp_path):
-    """Rows of `claims` (study 000, from the published files), `study001-claims` and `study004-claims` (their ids
-    exist without runs)."""
-    from analysis import study004
+    """Rows of `claims` (study 000, from the published files), `study001-claims`, `study002-claims` and
+    `study004-claims` (their ids exist without runs)."""
+    from analysis import study002, study004
     cl = claims.derive(published_tables["runs"], published_tables["stats"], REFERENCE, STUDY_TABLES)
     (tmp_path / "claims.csv").write_text(to_csv(list(claims.CLAIMS_SCHEMA), cl.to_dicts()))
     rows = study001.claims([], study001.published(REFERENCE))
     (tmp_path / "study001-claims.csv").write_text(to_csv(study001.CLAIM_COLS, rows))
     rows = study004.claims([], study004.published(REFERENCE))
-    from analysis.study002 import CLAIM_COLS as S24_CLAIM_COLS
-    (tmp_path / "study004-claims.csv").write_text(to_csv(S24_CLAIM_COLS, rows))
-    assert set(coverage.row_tables(registry)) == {"claims", "study001-claims", "study004-claims"}
+    (tmp_path / "study004-claims.csv").write_text(to_csv(study002.CLAIM_COLS, rows))
+    rows = study002.claims([], study002.published(REFERENCE))
+    (tmp_path / "study002-claims.csv").write_text(to_csv(study002.CLAIM_COLS, rows))
+    assert set(coverage.row_tables(registry)) == {"claims", "study001-claims", "study002-claims", "study004-claims"}
     figures, tables = dag_figures_and_tables()
     coverage.check_ids(registry, figures, tables, tmp_path)
     # a row that is not there fails, naming the entry
@@ -250,7 +251,7 @@ def test_a_missing_study_file_is_named(tmp_path):
 
 def test_cli_writes_the_tables_and_counts(tmp_path, capsys):
     figures, tables = dag_figures_and_tables()
-    for t in ("claims", "study001-claims", "study004-claims"):  # rows are checked against these CSVs: one line each
+    for t in ("claims", "study001-claims", "study002-claims", "study004-claims"):  # rows are checked against these CSVs
         keys = sorted({coverage.parse_id("", "", r)[2] for s in coverage.load(REGISTRY) for e in s["items"]
                        for r in e.get("ids", ()) if r.startswith(f"tbl:{t}#")})
         (tmp_path / f"{t}.csv").write_text("id\n" + "\n".join(keys) + "\n")

@@ -140,7 +140,11 @@ def test_no_runs_gives_not_tested_rows_and_empty_figures(tmp_path):
                           str(tmp_path / "t"), "--figures", str(tmp_path / "f"), "--id", "tables"]) == 0
     with open(tmp_path / "t" / "study001-claims.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert rows and {r["verdict"] for r in rows} == {"not tested (no runs)"}
+    # the highlights that need 16 partitions say so (the local scale runs 1); every other row is not tested
+    need = {r["id"] for r in rows if r["verdict"].startswith("needs aws scale: no 16-partition")
+            or r["verdict"].startswith("needs aws scale: no 10 KB run at 16 partitions")}
+    assert need == {"LARGE-16-highlight", "TAIL-6"}
+    assert rows and {r["verdict"] for r in rows if r["id"] not in need} == {"not tested (no runs)"}
     assert (tmp_path / "t" / "study001-runs.md").read_text().count("\n") == 2  # header only
 
 
@@ -223,3 +227,78 @@ def test_the_papers_table_of_runs_has_narrow_columns_that_wrap(raw, tmp_path):
     with open(tmp_path / "study001-runs.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == study001.RUN_COLS and "batch-128k-1ms" in {r["variant"] for r in rows}
+
+
+# ---------------------------------------------------------------- the highlights' sentences (issue 32)
+
+HIGHLIGHTS = ("DUR-6-noflush", "DUR-6-flush", "BATCH-4", "LARGE-16-highlight", "TAIL-5", "TAIL-6")
+
+
+def highlight_sweep(raw, kafka_noflush=500_000, kafka_flush=400_000, pravega_reads=900_000, nobatch_p95=3.0,
+                    nobatch_max=200_000, pulsar16_reads=200_000, pulsar_mbps=250, kafka_p95_10kb=900.0):
+    """Sweeps that saturate (the top point offered 1.5 M e/s of 100 B or 40 000 e/s of 10 KB): Pravega (flush) writes
+    1 M e/s; the arguments set what the highlights compare. A system's top point is saturated when it achieved less
+    than 90 % of the offered rate (reads: consumed)."""
+    top = 1_500_000
+
+    def sweep(system, level_dir, workload, low_p95, top_eps, top_p95, reads=None):
+        put(raw, system, level_dir, workload, 100000, result(low_p95, 100_000, 100_000))
+        put(raw, system, level_dir, workload, top, result(top_p95, top, top_eps, consumed=reads or top_eps))
+
+    sweep("pravega", "L1+stock", W1, 4.0, 1_000_000, 9.0, reads=pravega_reads)
+    sweep("kafka", "L2+stock+batch-128k-1ms", W1, 2.0, kafka_noflush, 30.0)
+    sweep("kafka", "L1+stock+batch-128k-1ms", W1, 8.0, kafka_flush, 60.0)
+    sweep("pulsar", "L1+stock+batch-128k-1ms", W1, 5.0, 800_000, 20.0, reads=720_000)
+    sweep("pulsar", "L1+stock+no-batch", W1, nobatch_p95, nobatch_max, 400.0)
+    sweep("pulsar", "L1+stock+batch-128k-1ms", W16, 5.0, 300_000, 20.0, reads=pulsar16_reads)
+    for system, level_dir, mbps, p95 in (("pravega", "L1+stock", 360, 8.0), ("pulsar", "L1+stock+batch-128k-1ms",
+                                                                           pulsar_mbps, 30.0),
+                                         ("kafka", "L2+stock+batch-128k-1ms", 330, kafka_p95_10kb)):
+        put(raw, system, level_dir, L16, 40000, result(p95, 50_000, mbps * 100))  # 10 KB events: MB/s x 100 = e/s
+    return raw
+
+
+def test_highlight_rows_hold_where_the_sweep_shows_them(tmp_path):
+    rows = study001.runs(highlight_sweep(tmp_path / "raw"))
+    cl = by_id(study001.claims(rows, study001.published(REFERENCE)))
+    for cid in HIGHLIGHTS:
+        assert cl[cid]["verdict"] == "holds", (cid, cl[cid])
+    assert cl["DUR-6-noflush"]["this_testbed"] == "500,000 vs 1,000,000 e/s (-50%)"
+    assert cl["TAIL-5"]["this_testbed"] == "900,000 vs 500,000 e/s (+80%)"
+    assert cl["TAIL-6"]["this_testbed"] == "720,000 vs 200,000 e/s (+260%)"
+    # the latency half compares only rates both kept up with (the overloaded no-batch point is left out)
+    assert cl["BATCH-4"]["this_testbed"].startswith("p95 no batch vs batch: 3.0 vs 5.0 ms; max batch 800,000")
+    assert cl["LARGE-16-highlight"]["printed"] == "+40%, ~+6%, > 800 ms"  # from the study's 350 / 250 / 330 MB/s
+    assert "Kafka max p95 900 ms" in cl["LARGE-16-highlight"]["this_testbed"]
+
+
+def test_highlight_rows_do_not_hold_where_the_sweep_contradicts_them(tmp_path):
+    raw = highlight_sweep(tmp_path / "raw", kafka_noflush=700_000, kafka_flush=1_100_000,
+                          nobatch_p95=6.0, nobatch_max=900_000, pulsar16_reads=400_000, pulsar_mbps=300,
+                          kafka_p95_10kb=300.0)
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-6-noflush"]["verdict"] == "direction holds, size does not (-30%, printed -40% or less)"
+    assert cl["DUR-6-flush"]["verdict"] == "does not hold here"  # Kafka (flush) above Pravega
+    assert cl["TAIL-5"]["verdict"] == "direction holds, size does not (+29%, printed roughly +80%)"
+    assert cl["TAIL-6"]["verdict"] == "direction holds, size does not (+80%, printed 3.6x)"
+    assert cl["BATCH-4"]["verdict"] == "does not hold here (latency half does not hold, throughput half does not hold)"
+    assert cl["LARGE-16-highlight"]["verdict"] == "does not hold here (Pravega over Pulsar, Kafka p95)"
+
+
+def test_highlight_rows_without_runs_say_what_they_need(tmp_path, raw):
+    """The local scale's sweep (two unsaturated points, 1 partition): the 16-partition highlights need the aws scale,
+    the 1-partition ones cannot show a maximum; with no run at all they are not tested."""
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["TAIL-6"]["verdict"] == ("needs aws scale: no 16-partition Pulsar tail run on this testbed (the local "
+                                       "scale runs 1 partition / segment)")
+    assert cl["LARGE-16-highlight"]["verdict"].startswith("needs aws scale: no 10 KB run at 16 partitions of Pravega, "
+                                                          "Pulsar, Kafka on this testbed")
+    for cid in ("DUR-6-noflush", "DUR-6-flush", "TAIL-5"):
+        assert cl[cid]["verdict"] == "not testable at this scale: the sweep did not saturate both systems", cid
+    assert cl["BATCH-4"]["verdict"] == ("latency half holds; throughput half not testable at this scale: the sweep "
+                                        "did not saturate Pulsar (no batch)")
+    none = by_id(study001.claims([], study001.published(REFERENCE)))
+    assert none["TAIL-6"]["verdict"].startswith("needs aws scale") and none["LARGE-16-highlight"]["verdict"].startswith(
+        "needs aws scale")
+    for cid in ("DUR-6-noflush", "DUR-6-flush", "BATCH-4", "TAIL-5"):
+        assert none[cid]["verdict"] == "not tested (no runs)", cid

@@ -190,7 +190,7 @@ def test_no_runs_still_builds_every_table_and_figure(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "t" / "study004-claims.csv")))
     assert [r["verdict"].split(":")[0] for r in rows if r["scale"] == "local"] == [
         "not measured at this scale", "not measured at this scale", "needs aws scale", "needs aws scale",
-        "needs aws scale"]
+        "needs aws scale", "not measured at this scale", "not measured at this scale"]
 
 
 def test_figures_render_from_synthetic_runs_and_print_no_word_over_another(raw, tmp_path):
@@ -217,3 +217,56 @@ def test_a_corrupt_result_is_one_line_naming_the_file_and_field(raw, tmp_path, c
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(bad) in err and "field 'driver'" in err
     assert not (tmp_path / "t").exists()
+
+
+# ---------------------------------------------------------------- the T2 claims: the conclusion's bounds, Kafka's values
+
+def tail(p99_ms: float, p99_9_ms: float, n: int = 20_000) -> dict:
+    """n publish samples at a fixed rate whose p99 is p99_ms and p99.9 is p99_9_ms (1 ms below them)."""
+    d = fixtures.streambench(publish_us=[1000] * (n - 220) + [int(p99_ms * 1000)] * 180 + [int(p99_9_ms * 1000)] * 40)
+    d["partitions"] = 16
+    d["x-streambench"]["producerRate"] = {"target": 5000.0, "achieved": 5000.0}
+    return d
+
+
+def t2_runs(raw, no_journal=1.2, journal=6.0, kafka=(3.5, 55.0), n=20_000):
+    put(raw, "pulsar", "L2-bypass", T2, tail(no_journal, no_journal + 1, n))
+    put(raw, "pulsar", "L1", T2, tail(journal, journal + 1, n))
+    put(raw, "kafka", "L2", T2, tail(*kafka, n))
+    return raw
+
+
+def test_the_studys_t2_numbers_meet_its_conclusion():
+    cl = by_claim(study004.claims([], study004.published(REFERENCE)), study004.STUDY_SCALE)
+    assert cl["004-H6"]["this_testbed"] == "1.58 / 7.89 ms" and cl["004-H6"]["verdict"] == "holds"
+    assert cl["004-H7"]["printed"] == "3.46 / 54.56 ms" and cl["004-H7"]["verdict"].startswith("not re-derivable")
+
+
+def test_t2_claims_hold_on_runs_that_show_them(tmp_path):
+    cl = by_claim(study004.claims(study004.runs(t2_runs(tmp_path / "raw")), study004.published(REFERENCE)), "local")
+    assert cl["004-H6"]["verdict"] == "holds" and cl["004-H6"]["this_testbed"] == "1.20 / 6.00 ms"
+    assert cl["004-H7"]["verdict"] == "holds (each within 20%)"
+    assert cl["004-H7"]["this_testbed"].startswith("p99 3.50 ms, p99.9 55.0")  # the histograms' 3 significant digits
+    assert "16 partition(s), 5,000 msg/s" in cl["004-H7"]["judged_at"]
+
+
+def test_t2_claims_differ_on_runs_that_contradict_them(tmp_path):
+    raw = t2_runs(tmp_path / "raw", no_journal=2.0, journal=7.0, kafka=(7.0, 55.0))
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    assert cl["004-H6"]["verdict"] == "differs: Pulsar, no journal 2.00 ms is not below 1.6"
+    assert cl["004-H7"]["verdict"] == "differs: p99 +102%"
+
+
+def test_t2_claims_without_the_runs_say_what_is_missing(tmp_path):
+    raw = tmp_path / "raw"
+    put(raw, "pulsar", "L2-bypass", T1C1, maxrate(30_000))
+    put(raw, "kafka", "L2", T1C1, maxrate(10_000))
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    assert cl["004-H6"]["verdict"] == ("not measured at this scale: no E004-T2 run of Pulsar, no journal and Pulsar, "
+                                       "journal on local")
+    assert cl["004-H7"]["verdict"] == "not measured at this scale: no E004-T2 run of Kafka on local"
+    # too few samples for a p99.9
+    cl = by_claim(study004.claims(study004.runs(t2_runs(tmp_path / "few", n=900)), study004.published(REFERENCE)),
+                  "local")
+    assert cl["004-H7"]["verdict"] == ("not measured at this scale: 900 publish samples in a run, fewer than the 1,000 "
+                                       "a P99.9 needs")
