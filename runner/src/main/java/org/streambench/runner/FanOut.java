@@ -7,8 +7,10 @@ import org.HdrHistogram.Histogram;
 
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
@@ -165,16 +167,31 @@ final class FanOut {
         return k;
     }
 
-    /** Subscriptions none of whose consumers (in this process) connected. */
-    Set<String> unconnectedSubscriptions() {
-        Set<String> all = new LinkedHashSet<>(), ok = new LinkedHashSet<>();
+    /** This process's consumers of one subscription, and how many of them have connected. */
+    record SubConsumers(int consumers, int connected) {}
+
+    /**
+     * Every subscription that has consumers in this process (in connect order), with their count and how many are
+     * connected now: one snapshot, so the subscriptions left out of the audit and the counts written with them agree.
+     */
+    Map<String, SubConsumers> perSubscription() {
+        Map<String, int[]> c = new LinkedHashMap<>();
         for (int i = 0; i < n; i++) {
             if (subscription[i] == null) continue;
-            all.add(subscription[i]);
-            if (connected.get(i) != 0) ok.add(subscription[i]);
+            int[] k = c.computeIfAbsent(subscription[i], s -> new int[2]);
+            k[0]++;
+            if (connected.get(i) != 0) k[1]++;
         }
-        all.removeAll(ok);
-        return all;
+        Map<String, SubConsumers> out = new LinkedHashMap<>();
+        c.forEach((s, k) -> out.put(s, new SubConsumers(k[0], k[1])));
+        return out;
+    }
+
+    /** Subscriptions none of whose consumers (in this process) connected. */
+    Set<String> unconnectedSubscriptions() {
+        Set<String> out = new LinkedHashSet<>();
+        perSubscription().forEach((s, c) -> { if (c.connected() == 0) out.add(s); });
+        return out;
     }
 
     private long firstStart() {

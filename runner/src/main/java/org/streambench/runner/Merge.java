@@ -197,12 +197,14 @@ public final class Merge {
             ps.add(p.seconds); pa.add(p.acked); pe.add(p.errors); prc.add(p.received); pst.add(p.sentTotal); prt.add(p.receivedTotal);
         }
         x.set("timeSeries", mergeSeries(docs, subs));
-        x.set("audit", mergeAudit(docs));
+        List<String> mergeWarnings = new ArrayList<>();
+        x.set("audit", mergeAudit(names, docs, mergeWarnings));
         ObjectNode fan = FanOut.merge(names, docs);
         if (fan != null) x.set("fanOut", fan);
         ArrayNode wn = x.putArray("warnings");
         for (int i = 0; i < docs.size(); i++)
             for (JsonNode wj : docs.get(i).at("/x-streambench/warnings")) wn.add("part " + i + ": " + wj.asText());
+        mergeWarnings.forEach(wn::add);
         return r;
     }
 
@@ -263,14 +265,27 @@ public final class Merge {
         }
     }
 
-    static ObjectNode mergeAudit(List<JsonNode> docs) {
+    private static final String[] COUNTERS = {"received", "unique", "duplicated", "outOfOrder"};
+
+    /**
+     * The audit of the whole run. Per subscription the parts' counters are summed (each process's consumers own
+     * disjoint partitions, or disjoint shares of a shared subscription) and {@code lost} = all parts' acks − the summed
+     * unique. A fan-out part lists under {@code leftOutSubscriptions} the subscriptions none of whose consumers in that
+     * process connected; the other parts carry them too, with no consumers there and counters of 0
+     * ({@code consumers: 0}). Such a subscription is left out of the merged audit as well, unless some part's consumers
+     * of it connected: it is then audited over the parts that hold it (plus what late consumers in the parts that left
+     * it out received), so a connected consumer's missing messages still count as lost.
+     */
+    static ObjectNode mergeAudit(List<String> names, List<JsonNode> docs, List<String> warnings) {
         ObjectNode a = Fields.JSON.createObjectNode();
         long sent = 0, acked = 0, errors = 0, foreign = 0;
         boolean drained = true;
         double wait = 0;
-        ObjectNode per = Fields.JSON.createObjectNode();
-        for (JsonNode d : docs) {
-            JsonNode au = d.at("/x-streambench/audit");
+        ObjectNode per = Fields.JSON.createObjectNode(), left = Fields.JSON.createObjectNode();
+        java.util.Map<String, java.util.SortedSet<Integer>> leftBy = new java.util.LinkedHashMap<>();
+        Set<String> held = new HashSet<>();
+        for (int i = 0; i < docs.size(); i++) {
+            JsonNode au = docs.get(i).at("/x-streambench/audit");
             sent += au.path("sent").asLong();
             acked += au.path("acked").asLong();
             errors += au.path("sendErrors").asLong();
@@ -280,10 +295,47 @@ public final class Merge {
             for (Iterator<String> it = au.path("receivedPerSubscription").fieldNames(); it.hasNext(); ) {
                 String s = it.next();
                 JsonNode src = au.path("receivedPerSubscription").get(s);
-                ObjectNode tgt = per.has(s) ? (ObjectNode) per.get(s) : per.putObject(s);
-                tgt.put("role", src.path("role").asText("tailing"));
-                for (String k : new String[]{"received", "unique", "duplicated", "outOfOrder"})
-                    tgt.put(k, tgt.path(k).asLong() + src.path(k).asLong());
+                JsonNode c = src.path("consumers");
+                // a part written before the field: its entry may hold consumers, so it is counted (never hidden)
+                if (c.isMissingNode()) held.add(s);
+                else if (!c.isIntegralNumber() || c.asLong() < 0)
+                    throw new ConfigException(names.get(i), "x-streambench.audit.receivedPerSubscription." + s + ".consumers",
+                            "not a count (" + c + ")");
+                else if (c.asLong() > 0) held.add(s);
+                add(per, s, src, "consumers");
+            }
+            JsonNode lo = au.path("leftOutSubscriptions");
+            if (lo.isMissingNode() || lo.isNull()) continue;
+            if (!lo.isObject())
+                throw new ConfigException(names.get(i), "x-streambench.audit.leftOutSubscriptions", "not an object (subscription name -> counters)");
+            for (Iterator<String> it = lo.fieldNames(); it.hasNext(); ) {
+                String s = it.next();
+                if (!lo.get(s).isObject())
+                    throw new ConfigException(names.get(i), "x-streambench.audit.leftOutSubscriptions." + s, "not an object");
+                add(left, s, lo.get(s), "neverConnected");
+                leftBy.computeIfAbsent(s, k -> new java.util.TreeSet<>()).add(i);
+            }
+        }
+        // left out in some part: dropped if no part holds a connected consumer of it, else audited over the holders
+        ObjectNode droppedNodes = Fields.JSON.createObjectNode();
+        long droppedConsumers = 0, droppedLate = 0, partialLate = 0;
+        List<String> partial = new ArrayList<>();
+        Set<Integer> droppedParts = new java.util.TreeSet<>();
+        for (Iterator<String> it = left.fieldNames(); it.hasNext(); ) {
+            String s = it.next();
+            JsonNode l = left.get(s);
+            if (held.contains(s)) {
+                ObjectNode tgt = (ObjectNode) per.get(s);
+                for (String k : COUNTERS) tgt.put(k, tgt.path(k).asLong() + l.path(k).asLong());
+                tgt.put("neverConnected", l.path("neverConnected").asLong());
+                partial.add(s);
+                partialLate += l.path("received").asLong();
+            } else {
+                per.remove(s);
+                droppedNodes.set(s, l);
+                droppedConsumers += l.path("neverConnected").asLong();
+                droppedLate += l.path("received").asLong();
+                droppedParts.addAll(leftBy.get(s));
             }
         }
         long lost = 0, dup = 0, ooo = 0;
@@ -295,6 +347,15 @@ public final class Merge {
             dup += s.path("duplicated").asLong();
             ooo += s.path("outOfOrder").asLong();
         }
+        if (droppedNodes.size() > 0)
+            warnings.add(droppedNodes.size() + " subscriptions (" + droppedConsumers + " consumers) are left out of the merged audit,"
+                    + " as the parts " + droppedParts + " left them out: none of their consumers connected within the deadline in"
+                    + " any process (x-streambench.audit.leftOutSubscriptions)"
+                    + (droppedLate > 0 ? "; consumers of them that connected later received " + droppedLate + " messages, not audited" : ""));
+        if (!partial.isEmpty())
+            warnings.add(partial.size() + " subscriptions had consumers that never connected in some processes and connected ones"
+                    + " in others (first: " + partial.get(0) + "); they are audited over the processes whose consumers connected"
+                    + (partialLate > 0 ? ", with the " + partialLate + " messages their late consumers received" : ""));
         a.put("sent", sent);
         a.put("acked", acked);
         a.put("sendErrors", errors);
@@ -306,6 +367,15 @@ public final class Merge {
         a.put("foreign", foreign);
         a.put("drained", drained);
         a.put("drainWaitSeconds", wait);
+        a.set("leftOutSubscriptions", droppedNodes);
         return a;
+    }
+
+    /** Adds one part's counters of subscription {@code s} (and the count field {@code countKey}) into {@code into}. */
+    private static void add(ObjectNode into, String s, JsonNode src, String countKey) {
+        ObjectNode tgt = into.has(s) ? (ObjectNode) into.get(s) : into.putObject(s);
+        tgt.put("role", src.path("role").asText("tailing"));
+        if (src.has(countKey) || tgt.has(countKey)) tgt.put(countKey, tgt.path(countKey).asLong() + src.path(countKey).asLong());
+        for (String k : COUNTERS) tgt.put(k, tgt.path(k).asLong() + src.path(k).asLong());
     }
 }

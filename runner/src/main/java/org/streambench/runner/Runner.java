@@ -53,6 +53,11 @@ public final class Runner {
     private final List<Thread> senders = new ArrayList<>();
     private final List<Driver.Consumer> tailingConsumers = new ArrayList<>(), catchUpConsumers = new ArrayList<>();
     private final List<Audit> audits = new ArrayList<>();
+    /** this process's consumers of each subscription that are in the audit (fan-out: those connected) */
+    private final Map<String, Integer> auditedConsumers = new LinkedHashMap<>();
+    /** fan-out: subscriptions left out of the audit (none of this process's consumers connected), with those consumers */
+    private final Map<Audit, Integer> leftOut = new LinkedHashMap<>();
+    private final java.util.Set<String> catchUpNames = new java.util.HashSet<>();
     private final List<String> warnings = new ArrayList<>();
     private volatile Throwable senderFailure;
 
@@ -250,6 +255,7 @@ public final class Runner {
             boolean cu = s >= tailSubs();
             String name = cu ? "sub-" + runId + "-c" + (s - tailSubs()) : "sub-" + runId + "-" + s;
             subNames.add(name);
+            if (cu) catchUpNames.add(name);
             audits.add(new Audit(name, totalProducers, w.partitionsPerTopic));
             expected.put(name, w.topics * w.consumerPerSubscription);
         }
@@ -280,19 +286,30 @@ public final class Runner {
                         continue;
                     }
                     Driver.Consumer dcn = driver.createConsumer(topics.get(t), subNames.get(s), h);
+                    auditedConsumers.merge(subNames.get(s), 1, Integer::sum);
                     if (cu) { dcn.pause(); catchUpConsumers.add(dcn); } else tailingConsumers.add(dcn);
                 }
             }
         }
         if (fan != null) {
             tailingConsumers.addAll(fan.await(() -> abort));
-            for (String sub : fan.unconnectedSubscriptions()) {
+            // one snapshot decides: a subscription none of whose consumers here connected is left out of this part's
+            // audit and listed (audit.leftOutSubscriptions), so omb-merge leaves it out too unless another process's
+            // consumers of it connected; a consumer connecting later still records into its (left-out) Audit
+            int never = 0;
+            for (var e : fan.perSubscription().entrySet()) {
+                String sub = e.getKey();
+                FanOut.SubConsumers c = e.getValue();
+                never += c.consumers() - c.connected();
+                if (c.connected() > 0) { auditedConsumers.put(sub, c.connected()); continue; }
                 expected.remove(sub);
+                for (Audit a : audits) if (a.name.equals(sub)) leftOut.put(a, c.consumers());
                 audits.removeIf(a -> a.name.equals(sub));
             }
-            if (fan.connectedCount() < fanIdx)
-                warnings.add((fanIdx - fan.connectedCount()) + " consumers never connected within " + w.fanOutDeadlineSeconds
-                        + " s (x-streambench.fanOut.neverConnected); their subscriptions are left out of the audit");
+            if (never > 0)
+                warnings.add(never + " consumers never connected within " + w.fanOutDeadlineSeconds
+                        + " s (x-streambench.fanOut.neverConnected); the " + leftOut.size() + " subscriptions none of whose consumers"
+                        + " in this process connected are left out of the audit (x-streambench.audit.leftOutSubscriptions)");
             // a directory barrier agrees here, once the consumers are connected; a coordinated one (hosts that share
             // no file system) below, once this process is wholly set up, because the coordinator's lead is short
             if (o.barrier != null && !o.barrierCoordinated) o.startAt = fan.barrier(o.barrier, o.index, o.count, () -> abort, false);
@@ -800,34 +817,8 @@ public final class Runner {
             ps.add(p.seconds); pa.add(p.acked); pe.add(p.errors); prc.add(p.received); pst.add(p.sentTotal); prt.add(p.receivedTotal);
         }
         x.set("timeSeries", ts.toJson(measureStartTick));
-        // audit
-        ObjectNode au = x.putObject("audit");
-        long acked = m.acked.sum();
-        au.put("sent", m.sent.sum());
-        au.put("acked", acked);
-        au.put("sendErrors", m.errors.sum());
-        au.put("subscriptions", audits.size());
-        ObjectNode per = au.putObject("receivedPerSubscription");
-        long lost = 0, dup = 0, ooo = 0, foreign = 0;
-        for (int s = 0; s < audits.size(); s++) {
-            Audit a = audits.get(s);
-            ObjectNode an = per.putObject(a.name);
-            long uniq = a.unique();
-            an.put("role", s >= tailSubs() ? "catchUp" : "tailing");
-            an.put("received", a.received());
-            an.put("unique", uniq);
-            an.put("duplicated", a.duplicated());
-            an.put("outOfOrder", a.outOfOrder());
-            long l = Math.max(0, acked - uniq);
-            if (o.count == 1) an.put("lost", l); else an.putNull("lost");
-            lost += l; dup += a.duplicated(); ooo += a.outOfOrder(); foreign += a.foreign();
-        }
-        if (o.count == 1) au.put("lost", lost); else au.putNull("lost");
-        au.put("duplicated", dup);
-        au.put("outOfOrder", ooo);
-        au.put("foreign", foreign);
-        au.put("drained", drained);
-        au.put("drainWaitSeconds", drainWait);
+        x.set("audit", auditJson(m.sent.sum(), m.acked.sum(), m.errors.sum(), audits, catchUpNames, auditedConsumers, leftOut,
+                o.count == 1, drained, drainWait));
         x.set("rateDiscovery", rateDiscovery == null ? null : rateDiscovery.set("steps", steps));
         if (backlogInfo != null) {
             backlogInfo.put("releaseTime", releaseMicros >= 0 ? Clock.iso(releaseMicros) : null);
@@ -871,6 +862,55 @@ public final class Runner {
         Driver.closeParallel(tailingConsumers);
         Driver.closeParallel(catchUpConsumers);
         return r;
+    }
+
+    /**
+     * The audit block of a result. {@code consumers} per subscription: this process's consumers of it in the audit (0:
+     * none here, its counters are 0; only omb-merge, summing the parts, audits it). {@code leftOutSubscriptions}: the
+     * fan-out subscriptions none of whose consumers here connected within the deadline, with those consumers' count
+     * ({@code neverConnected}) and what any of them received after connecting late (normally 0): in no {@code lost}
+     * of this part, and omb-merge leaves them out unless another process's consumers of them connected.
+     * {@code lost} only in a lone process ({@code single}); a part's acks are its own producers'.
+     */
+    static ObjectNode auditJson(long sent, long acked, long sendErrors, List<Audit> audits, java.util.Set<String> catchUp,
+            Map<String, Integer> consumers, Map<Audit, Integer> leftOut, boolean single, boolean drained, double drainWait) {
+        ObjectNode au = Fields.JSON.createObjectNode();
+        au.put("sent", sent);
+        au.put("acked", acked);
+        au.put("sendErrors", sendErrors);
+        au.put("subscriptions", audits.size());
+        ObjectNode per = au.putObject("receivedPerSubscription");
+        long lost = 0, dup = 0, ooo = 0, foreign = 0;
+        for (Audit a : audits) {
+            ObjectNode an = per.putObject(a.name);
+            long uniq = a.unique();
+            an.put("role", catchUp.contains(a.name) ? "catchUp" : "tailing");
+            an.put("consumers", consumers.getOrDefault(a.name, 0));
+            an.put("received", a.received());
+            an.put("unique", uniq);
+            an.put("duplicated", a.duplicated());
+            an.put("outOfOrder", a.outOfOrder());
+            long l = Math.max(0, acked - uniq);
+            if (single) an.put("lost", l); else an.putNull("lost");
+            lost += l; dup += a.duplicated(); ooo += a.outOfOrder(); foreign += a.foreign();
+        }
+        if (single) au.put("lost", lost); else au.putNull("lost");
+        au.put("duplicated", dup);
+        au.put("outOfOrder", ooo);
+        au.put("foreign", foreign);
+        au.put("drained", drained);
+        au.put("drainWaitSeconds", drainWait);
+        ObjectNode lo = au.putObject("leftOutSubscriptions");
+        leftOut.forEach((a, never) -> {
+            ObjectNode n = lo.putObject(a.name);
+            n.put("role", catchUp.contains(a.name) ? "catchUp" : "tailing");
+            n.put("neverConnected", never);
+            n.put("received", a.received());
+            n.put("unique", a.unique());
+            n.put("duplicated", a.duplicated());
+            n.put("outOfOrder", a.outOfOrder());
+        });
+        return au;
     }
 
     /**

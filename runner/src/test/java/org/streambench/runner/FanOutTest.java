@@ -93,6 +93,7 @@ class FanOutTest {
         assertTrue(j.at("/perConsumer/firstMessage/3").asLong() >= 0);
         assertEquals(-1, j.at("/perConsumer/firstMessage/0").asLong());
         assertTrue(f.unconnectedSubscriptions().isEmpty());
+        assertEquals(new FanOut.SubConsumers(1, 1), f.perSubscription().get("sub-3"));
     }
 
     @Test
@@ -110,6 +111,7 @@ class FanOutTest {
         assertEquals(0, j.get("connected").asInt());
         assertTrue(j.get("connectionTimeSeconds").isNull());
         assertEquals(List.of("sub-0", "sub-1", "sub-2"), new ArrayList<>(f.unconnectedSubscriptions()));
+        assertEquals(new FanOut.SubConsumers(1, 0), f.perSubscription().get("sub-2"), "launched or not, a consumer of this process");
     }
 
     @Test
