@@ -11,6 +11,9 @@ result tables, §002.4 of studies.md), and writes
   one panel per metric and durability, the study's printed values as lines (the numbers behind its two comparison
   charts, "Average end-to-end latency, 6-partition, no flushing" and "99th percentile publishing latency,
   6-partition, flushing", are the 6-partition points of two of the panels) and this testbed's runs as points;
+- paper/figures/study002-timeseries.{svg,png,pdf,json}: the study's per-test figures over time, (a) p99 publish and
+  (b) average end-to-end latency, for its 1-partition tests (1, 4, 7, 10): this testbed's runs per OMB window (and,
+  in (a), per second of the runner's timeSeries), the study's printed whole-test values as horizontal rules;
 - paper/tables/study002-runs.{csv,md}: one row per run (the CSV names each run's file);
 - paper/tables/study002-claims.{csv,md}: the study's main claim, Pulsar's latency falls as partitions increase while
   Kafka's rises, one row per system, durability and metric, judged on the study's own printed numbers and on every
@@ -29,11 +32,12 @@ from pathlib import Path
 import altair as alt
 
 from . import InputError, cli, omb
-from .figures import save_chart
+from .figures import log_axis, save_chart
+from .ingest import WINDOW_S
 from .labels import parse_raw_path
 from .report import to_md, write_table, write_text_atomic
 
-FIGURE_IDS = ["study002-latency"]
+FIGURE_IDS = ["study002-latency", "study002-timeseries"]
 TABLE_IDS = ["study002-runs", "study002-claims"]
 EXPERIMENTS = ("E002-LAT",)
 STUDY_SCALE = "study 002 (as printed)"
@@ -428,6 +432,185 @@ def figure(rows: list[dict], pub: list[dict]):
     return chart, caption, alt_text
 
 
+# ---------------------------------------------------------------- figure: latency over time (§002.5, Tests 1/4/7/10)
+
+# the study's per-test figures: (a) p99 publish latency and (b) average end-to-end latency against time. Per studies.csv
+# metric: the panel's title and the OMB per-window array it draws (the study's printed whole-test value is the rule)
+TS_PANELS = {"publish_p99": ("(a) p99 publish latency", "publishLatency99pct"),
+             "e2e_avg": ("(b) average end-to-end latency", "endToEndLatencyAvg")}
+# system x mode in the order of the study's 1-partition tests (1, 4, 7, 10), with its colour (darker = flush)
+TS_SERIES = {("pulsar", "flush"): "#4b3f9e", ("pulsar", "no flush"): "#9b8fe0",
+             ("kafka", "no flush"): "#f08a24", ("kafka", "flush"): "#a33f00"}
+# what a line is: its legend label and dash
+TS_KINDS = {"window": ("this testbed, per 10-s window", [1, 0]),
+            "second": ("this testbed, per second (p99 publish only)", [2, 2]),
+            "study": ("study 002, whole 15-min test", [7, 4])}
+STUDY_SECONDS = 15 * 60  # §002.3: testDurationMinutes=15
+
+
+def _tests(pub: list[dict]) -> dict:
+    """(system, mode) -> the number of the study's 1-partition test."""
+    return {(p["system"], p["mode"]): p["test"] for p in pub if p["partitions"] == 1}
+
+
+def _ts_label(system: str, mode: str, tests: dict) -> str:
+    name = f"{SYSTEM_NAME.get(system, system)} {mode}"
+    return f"{name} (Test {tests[(system, mode)]})" if (system, mode) in tests else name
+
+
+def per_second_p99(path, x: dict) -> list[tuple[float, float]]:
+    """(t, p99 ms) of each second of the measured phase from the runner's x-streambench.timeSeries (t = seconds since
+    the measured phase began, at the end of the second; a second without an acknowledgement has no value and is left
+    out). No timeSeries: []. A malformed one is an InputError naming the file and the field."""
+    ts = x.get("timeSeries")
+    if ts is None:
+        return []
+    field = "x-streambench.timeSeries"
+    if not isinstance(ts, dict):
+        raise InputError(path, field, "not an object")
+    arrays = {}
+    for k in ("t", "phase", "publishLatencyP99Ms"):
+        v = ts.get(k)
+        if not isinstance(v, list):
+            raise InputError(path, f"{field}.{k}", "missing or not an array")
+        if arrays and len(v) != len(arrays["t"]):
+            raise InputError(path, f"{field}.{k}", f"has {len(v)} elements but t has {len(arrays['t'])}")
+        arrays[k] = v
+    out = []
+    for t, ph, v in zip(arrays["t"], arrays["phase"], arrays["publishLatencyP99Ms"]):
+        if not isinstance(ph, str):
+            raise InputError(path, f"{field}.phase", f"not a string: {ph!r}")
+        t = omb._num(path, f"{field}.t", t, allow_negative=True)
+        v = omb._num(path, f"{field}.publishLatencyP99Ms", v)
+        if v > omb.MAX_PLAUSIBLE_MS:
+                raise InputError(path, f"{field}.publishLatencyP99Ms",
+                             "value above one day in an ms field (µs-scale data?)")
+        if ph == "measure" and v > 0:
+            out.append((t, v))
+    return out
+
+
+def timeseries_points(rows: list[dict], pub: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """The data of study002-timeseries: (lines, rules, runs) for this testbed's 1-partition E002-LAT runs (the 6- and
+    16-partition tests' figures need their own runs, at the aws scale).
+
+    lines: one point per OMB window of a run (kind "window": t_s = the window's end, (i + 1) x 10 s, and OMB's value
+    for it, publishLatency99pct or endToEndLatencyAvg, as measured; a window without a sample, value 0, is left out)
+    and, in the publish panel, one per second of the runner's time series (kind "second"). Each point: panel, series
+    (system x mode, with the study's test number), system, mode, run (its file), testbed, kind, t_s, ms.
+    rules: the study's printed whole-test value per panel and 1-partition test (kind "study"), drawn from t0 to t1
+    (the runs' time axis; the study's 15 minutes without a run). runs: per run its file, testbed, windows and
+    measured seconds (x-streambench.measurementSeconds, else its windows x 10 s)."""
+    tests = _tests(pub)
+    lines, runs_ = [], []
+    for r in rows:
+        if r["partitions"] != 1:
+            continue
+        o = omb.load(r["file"])
+        x = o["x"] or {}
+        series = _ts_label(r["system"], r["mode"], tests)
+        base = {"series": series, "system": r["system"], "mode": r["mode"], "run": r["file"], "testbed": r["testbed"]}
+        for metric, (panel, key) in TS_PANELS.items():
+            for i, v in enumerate(o["windows"][key]):
+                if v > 0:
+                    lines.append({**base, "panel": panel, "kind": TS_KINDS["window"][0], "t_s": (i + 1) * WINDOW_S,
+                                  "ms": v})
+        for t, v in per_second_p99(r["file"], x):
+            lines.append({**base, "panel": TS_PANELS["publish_p99"][0], "kind": TS_KINDS["second"][0], "t_s": t,
+                          "ms": v})
+        secs = x.get("measurementSeconds")
+        if isinstance(secs, bool) or not isinstance(secs, (int, float)) or not secs > 0:
+            secs = o["n_windows"] * WINDOW_S
+        runs_.append({"file": r["file"], "testbed": r["testbed"], "windows": o["n_windows"], "seconds": float(secs),
+                      "offered_msgps": r["offered_msgps"]})
+    t1 = max((p["t_s"] for p in lines), default=float(STUDY_SECONDS))
+    rules = [{"panel": TS_PANELS[p["metric"]][0], "series": _ts_label(p["system"], p["mode"], tests),
+              "system": p["system"], "mode": p["mode"], "test": p["test"], "kind": TS_KINDS["study"][0],
+              "ms": p["value"], "t0": 0.0, "t1": t1}
+             for p in pub if p["partitions"] == 1 and p["metric"] in TS_PANELS]
+    return lines, rules, runs_
+
+
+def _span(values, fmt="{:.0f}") -> str:
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def figure_timeseries(rows: list[dict], pub: list[dict]):
+    """Study 002 §002.5's per-test figures (a) and (b) for Tests 1, 4, 7 and 10: one panel per quantity, one line per
+    run of this testbed's 1-partition E002-LAT runs coloured by system x mode, the study's printed whole-test values
+    as dashed horizontal rules; without a run, the rules and a note in each panel."""
+    lines, rules, runs_ = timeseries_points(rows, pub)
+    tests = _tests(pub)
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2, symbolStrokeWidth=2),
+                      scale=alt.Scale(domain=[_ts_label(s, m, tests) for s, m in TS_SERIES],
+                                      range=list(TS_SERIES.values())))
+    kinds = [(label, d) for label, d in TS_KINDS.values() if any(p["kind"] == label for p in lines + rules)]
+    dash = alt.StrokeDash("kind:N", title=None,
+                          scale=alt.Scale(domain=[k for k, _ in kinds], range=[d for _, d in kinds]),
+                          legend=alt.Legend(orient="bottom", columns=1, symbolType="stroke", symbolSize=400,
+                                            symbolStrokeWidth=1.5, symbolStrokeColor="#444444"))
+    t1 = max((r["t1"] for r in rules), default=max((p["t_s"] for p in lines), default=float(STUDY_SECONDS)))
+    x_title, x_scale = "time in the measured phase (s)", alt.Scale(domain=[0, t1], nice=False)
+    x = alt.X("t_s:Q", title=x_title, scale=x_scale)
+    y = alt.Y("ms:Q", scale=alt.Scale(type="log"), axis=log_axis(), title="latency (ms)")
+    panels = []
+    for panel, _ in TS_PANELS.values():
+        layers = []
+        sub = [r for r in rules if r["panel"] == panel]
+        if sub:
+            layers.append(alt.Chart(alt.Data(values=sub)).mark_rule(strokeWidth=1.5).encode(
+                x=alt.X("t0:Q", title=x_title, scale=x_scale), x2="t1:Q", y=y, color=color, strokeDash=dash))
+        for kind, width in (("second", 1.0), ("window", 2.0)):
+            sub = [p for p in lines if p["panel"] == panel and p["kind"] == TS_KINDS[kind][0]]
+            if sub:
+                data = alt.Chart(alt.Data(values=sub))
+                layers.append(data.mark_line(strokeWidth=width).encode(x=x, y=y, color=color, strokeDash=dash,
+                                                                       detail="run:N"))
+                if kind == "window":  # a run of one window is a point, which a line alone would not draw
+                    layers.append(data.mark_point(filled=True, size=45, opacity=1).encode(x=x, y=y, color=color))
+        if not layers:
+            panels.append(_empty("no study-002 numbers and no E002-LAT run"))
+            continue
+        # without a run the note is the panel's subtitle, where no rule can run through it
+        title = alt.TitleParams(panel, subtitle="no E002-LAT run of this testbed", subtitleColor="#555555",
+                                subtitleFontStyle="italic") if not lines else panel
+        panels.append(alt.layer(*layers).properties(width=220, height=170, title=title))
+    chart = alt.hconcat(*panels)
+
+    cap = ("Study 002's per-test figures over time for its 1-partition tests (§002.5; "
+           + (", ".join(f"Test {tests[k]} {_ts_label(*k, {})}" for k in TS_SERIES if k in tests) or "none printed")
+           + "; 50 000 msg/s of 100 B, one producer and one consumer): (a) p99 publish latency and (b) average "
+           "end-to-end latency, log scale. Dashed rules: the study's printed whole-test value of each test (§002.4); "
+           "it published no per-window data, so its own series are not redrawn. ")
+    if runs_:
+        rates = sorted({r["offered_msgps"] for r in runs_ if r["offered_msgps"]})
+        testbeds = ", ".join(sorted({r["testbed"] for r in runs_}))
+        cap += (f"Solid lines with points: this testbed's E002-LAT runs ({testbeds}), one line per run, OMB's value "
+                "of each 10-s window as measured (never averaged)"
+                + ("; dotted, in (a): the runner's p99 of each second of the measured phase"
+                   if any(p["kind"] == TS_KINDS["second"][0] for p in lines) else "")
+                + f". Run length: this testbed's measured phases last {_span([r['seconds'] for r in runs_])} s "
+                f"({_span([r['windows'] for r in runs_], '{}')} window(s) per run) at "
+                + (f"{', '.join(f'{v:,.0f}' for v in rates)} msg/s offered" if rates else "an unrecorded offered rate")
+                + f", against the study's {STUDY_SECONDS // 60} minutes at 50 000 msg/s")
+        # the study's periodic effects (§002.4): a ~2 ms bump in Pulsar's end to end every ~90 s; a run shorter than
+        # two such periods cannot show them
+        cap += (": runs this short cannot show its periodic effects (Pulsar's end-to-end bump of about 2 ms every "
+                "~90 s, Kafka's publish p99 spikes above 100 ms)." if max(r["seconds"] for r in runs_) < 2 * 90
+                else ".")
+    else:
+        cap += ("No E002-LAT run of this testbed is present: the panels hold only the study's values and say so, "
+                f"on a time axis of the study's {STUDY_SECONDS // 60} minutes. A local run would last seconds "
+                f"(against the study's {STUDY_SECONDS // 60} minutes) at a scaled rate.")
+    alt_text = ("Two line charts side by side, (a) p99 publish latency and (b) average end-to-end latency in "
+                "milliseconds (log scale) against time in seconds, coloured by system and flush mode (study 002's "
+                "1-partition tests): dashed horizontal rules for the study's whole-test values and "
+                + (f"{len(runs_)} run(s) of this testbed, per 10-s window (and, in (a), per second)." if runs_
+                   else "a note in each panel that no run of this testbed is present."))
+    return chart, cap, alt_text
+
+
 # ---------------------------------------------------------------- entry point
 
 def study_main(argv, description: str, prefix: str, runs_fn, published_fn, claims_fn, run_cols, md_run_cols,
@@ -460,7 +643,7 @@ def study_main(argv, description: str, prefix: str, runs_fn, published_fn, claim
 
 def main(argv=None):
     return study_main(argv, __doc__.splitlines()[0], "study002", runs, published, claims, RUN_COLS, MD_RUN_COLUMNS,
-                      MD_CLAIM_COLUMNS, {"study002-latency": figure})
+                      MD_CLAIM_COLUMNS, {"study002-latency": figure, "study002-timeseries": figure_timeseries})
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-# Study 002 (Kafka vs Pulsar latency on 1 / 6 / 16 partitions): the latency figure, the runs table and the study's
-# main claim judged per scale, from this project's E002-LAT runs and the study's printed numbers
-# (analysis/study002.py). Included by analysis/rules.smk.
-AN_S002_FIGURES = ["study002-latency"]
+# Study 002 (Kafka vs Pulsar latency on 1 / 6 / 16 partitions): the latency figure, the latency-over-time figure of
+# its 1-partition tests, the runs table and the study's main claim judged per scale, from this project's E002-LAT
+# runs and the study's printed numbers (analysis/study002.py). Included by analysis/rules.smk.
+AN_S002_FIGURES = ["study002-latency", "study002-timeseries"]
 AN_S002_TABLES = ["study002-runs", "study002-claims"]
 
 
 rule analysis_study002:
-    """Study 002's figure (publish p99 and average end to end against partitions), runs and claims tables."""
+    """Study 002's figures (publish p99 and average end to end against partitions; both over time in the 1-partition
+    tests), runs and claims tables."""
     input:
         raw=_an_raw_inputs,
         runs=_AN_RUN_INPUTS,

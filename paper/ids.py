@@ -34,6 +34,7 @@ FIGURE_IDS = [
     "study003-histogram",
     # study 002 (paper/sections/study-002.qmd, analysis/study002.py)
     "study002-latency",
+    "study002-timeseries",
     # study 004 (paper/sections/study-004.qmd, analysis/study004.py)
     "study004-maxtput",
     "study004-latency",

@@ -261,7 +261,9 @@ def test_cli_writes_the_tables_and_counts(tmp_path, capsys):
     md = (tmp_path / "coverage.md").read_text()
     studies = coverage.load(REGISTRY)
     assert md.count("\n") == 2 + sum(len(s["items"]) for s in studies)
-    assert "| 000 | Figure 2-4 | figure |" in md and "needs published scale" in md
+    # a mapped row names its ids; a row that needs a scale says which
+    assert "| 000 | Figure 2-4 | figure | publish latency at 2000 partitions | mapped | fig:latency-publish-2000p" in md
+    assert "| 002 | Test 2 figure (a) | figure | p99 publish latency vs time, Pulsar flush, 6 partitions | needs aws scale |" in md
     counts = list(csv_rows(tmp_path / "coverage-counts.csv"))
     assert [r["study"] for r in counts] == [*coverage.STUDIES, "all"]
     for r in counts:

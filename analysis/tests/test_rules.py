@@ -39,6 +39,10 @@ def test_dry_run_has_one_rule_per_figure(tmp_path, mirror):
         assert f"analysis_figure_{fid}" in out
     assert "analysis_published" in out and "analysis_tables" in out
     assert "analysis_faults" in out  # the fault study (analysis/faults.smk) is part of `all`, with or without fault runs
+    # study 002's latency-over-time figure is a target of its rule (analysis/study002.smk)
+    r = _smk(wd, env, "-n", "paper/figures/study002-timeseries.svg")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "analysis_study002" in r.stdout + r.stderr
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """analysis.study002: study-002 runs under their own label, the partition claim's verdicts, the figure."""
 import csv
+import html
 import json
+import re
 
 import pytest
 
@@ -207,3 +209,126 @@ def test_the_flush_claim_and_the_sentences_differ_on_runs_that_contradict_them(t
 ])
 def test_pair_verdict(a, b, printed, verdict):
     assert study002.pair_verdict(a, b, printed)[1] == verdict
+
+
+# ---------------------------------------------------------------- study002-timeseries (§002.5, Tests 1, 4, 7, 10)
+
+# per system x level: OMB's per-window publish p99 and average end to end (ms), and the runner's per-second p99 of the
+# measured phase; distinct window counts (3, 2, 2, 1) so a point lost or added shows
+TS_RUNS = {("pulsar", "L1"): ([4.5, 5.5, 6.5], [9.5, 10.5, 11.5], [4.1, 4.2, 4.3]),
+           ("pulsar", "L2"): ([3.9, 4.9], [8.0, 9.0], [3.7, 3.8]),
+           ("kafka", "L2"): ([3.25, 7.0], [2.5, 3.5], [3.0]),
+           ("kafka", "L1"): ([9.0], [7.5], [8.5, 8.75])}
+TS_SERIES = {("pulsar", "L1"): "Pulsar flush (Test 1)", ("pulsar", "L2"): "Pulsar no flush (Test 4)",
+             ("kafka", "L2"): "Kafka no flush (Test 7)", ("kafka", "L1"): "Kafka flush (Test 10)"}
+PANEL_A, PANEL_B = "(a) p99 publish latency", "(b) average end-to-end latency"
+
+
+def ts_result(p99s, e2e_avgs, seconds, partitions=1) -> dict:
+    """A result of len(p99s) OMB windows (at most 3) with these per-window values, and a runner time series of two
+    warm-up seconds (99 ms, which must not show) then `seconds` as the measured phase's per-second p99."""
+    d = fixtures.streambench(n=len(p99s), publish_us=[4000] * 200, e2e_us=[9000] * 200)
+    d["partitions"] = partitions
+    d["publishLatency99pct"], d["endToEndLatencyAvg"] = list(p99s), list(e2e_avgs)
+    x = d["x-streambench"]
+    x["producerRate"] = {"target": 1000.0, "achieved": 1000.0}
+    x["measurementSeconds"] = 10.0 * len(p99s)
+    x["timeSeries"] = {"intervalSeconds": 1, "t": [-1, 0, *range(1, len(seconds) + 1)],
+                       "phase": ["warmup", "warmup"] + ["measure"] * len(seconds),
+                       "publishLatencyP99Ms": [99.0, 99.0, *seconds]}
+    return d
+
+
+@pytest.fixture
+def ts_raw(tmp_path):
+    """The four 1-partition runs of TS_RUNS, plus a 6-partition run on another testbed that the figure leaves out."""
+    raw = tmp_path / "raw"
+    for (system, level), (p99s, e2e, secs) in TS_RUNS.items():
+        put(raw, system, level, 1, ts_result(p99s, e2e, secs))
+    put(raw, "kafka", "L1", 6, ts_result([50.0], [50.0], [50.0], partitions=6), testbed="aws")
+    return raw
+
+
+def aria_points(svg: str, mark: str) -> list[dict]:
+    """The data of each `mark` (symbol, line, rule) item of a rendered SVG, read back from its aria-label
+    ("field: value; field: value"); a line item's label describes its first point."""
+    out = []
+    for group in re.findall(rf'<g class="mark-{mark} role-mark[^"]*"[^>]*>(.*?)</g>', svg, re.S):
+        for label in re.findall(r'<(?:path|line)[^>]*aria-label="([^"]*)"', group):
+            out.append(dict(kv.split(": ", 1) for kv in html.unescape(label).split("; ")))
+    return out
+
+
+def test_timeseries_points_one_line_per_system_and_mode_one_point_per_window(ts_raw):
+    lines, rules, runs_ = study002.timeseries_points(study002.runs(ts_raw), study002.published(REFERENCE))
+    assert len(runs_) == 4 and all(r["testbed"] == "local" for r in runs_)  # the 6-partition run is not a Test 1/4/7/10
+    for key, (p99s, e2e, secs) in TS_RUNS.items():
+        mine = [p for p in lines if p["series"] == TS_SERIES[key]]
+        assert len({p["run"] for p in mine}) == 1
+        for panel, want in ((PANEL_A, p99s), (PANEL_B, e2e)):
+            win = [p for p in mine if p["panel"] == panel and p["kind"] == "this testbed, per 10-s window"]
+            assert [(p["t_s"], p["ms"]) for p in win] == [(10.0 * (i + 1), v) for i, v in enumerate(want)]
+        sec = [p for p in mine if p["kind"] == "this testbed, per second (p99 publish only)"]
+        assert {p["panel"] for p in sec} == {PANEL_A}
+        assert [(p["t_s"], p["ms"]) for p in sec] == [(float(i + 1), v) for i, v in enumerate(secs)]  # no warm-up
+    # the study's printed whole-test values of Tests 1, 4, 7, 10 (§002.4) as the rules
+    got = {(r["panel"], r["series"]): r["ms"] for r in rules}
+    assert got == {(PANEL_A, "Pulsar flush (Test 1)"): 4.003, (PANEL_B, "Pulsar flush (Test 1)"): 9.052,
+                   (PANEL_A, "Pulsar no flush (Test 4)"): 3.783, (PANEL_B, "Pulsar no flush (Test 4)"): 8.819,
+                   (PANEL_A, "Kafka no flush (Test 7)"): 3.15, (PANEL_B, "Kafka no flush (Test 7)"): 2.865,
+                   (PANEL_A, "Kafka flush (Test 10)"): 8.641, (PANEL_B, "Kafka flush (Test 10)"): 7.129}
+    assert {(r["t0"], r["t1"]) for r in rules} == {(0.0, 30.0)}  # across the runs' time axis
+
+
+def test_timeseries_figure_read_back_from_the_svg(ts_raw, tmp_path):
+    out = tmp_path / "f"
+    assert study002.main(["--raw", str(ts_raw), "--reference", str(REFERENCE), "--figures", str(out),
+                          "--png-scale", "1"]) == 0
+    svg = (out / "study002-timeseries.svg").read_text()
+    windows = [p for p in aria_points(svg, "line") if p["kind"] == "this testbed, per 10-s window"]
+    # two panels, each one line per system x mode (one run each), starting at its first window's value
+    assert sorted(p["series"] for p in windows) == sorted(list(TS_SERIES.values()) * 2)
+    firsts = {(p["series"], p["latency (ms)"]) for p in windows}
+    for key, (p99s, e2e, _) in TS_RUNS.items():
+        assert {(TS_SERIES[key], f"{p99s[0]:g}"), (TS_SERIES[key], f"{e2e[0]:g}")} <= firsts
+    # the points: one per window and panel, at the window's end
+    pts = aria_points(svg, "symbol")
+    for key, (p99s, e2e, _) in TS_RUNS.items():
+        mine = [(p["time in the measured phase (s)"], p["latency (ms)"]) for p in pts if p["series"] == TS_SERIES[key]]
+        assert sorted(mine) == sorted([(f"{10 * (i + 1)}", f"{v:g}") for i, v in enumerate(p99s)]
+                                      + [(f"{10 * (i + 1)}", f"{v:g}") for i, v in enumerate(e2e)])
+    assert len([p for p in aria_points(svg, "rule") if p["kind"] == "study 002, whole 15-min test"]) == 8
+    assert "no E002-LAT run" not in svg
+    meta = json.loads((out / "study002-timeseries.json").read_text())
+    assert "measured phases last 10–30 s (1–3 window(s) per run)" in meta["caption"]
+    assert "the study's 15 minutes" in meta["caption"] and "(local)" in meta["caption"]
+    assert _overlapping_words(out / "study002-timeseries.pdf") == []
+
+
+def test_timeseries_without_runs_builds_with_a_visible_note(tmp_path):
+    out = tmp_path / "f"
+    assert study002.main(["--raw", str(tmp_path / "raw"), "--reference", str(REFERENCE), "--figures", str(out),
+                          "--png-scale", "1"]) == 0
+    svg = (out / "study002-timeseries.svg").read_text()
+    assert svg.count(">no E002-LAT run of this testbed<") == 2  # one note per panel
+    assert aria_points(svg, "symbol") == [] and aria_points(svg, "line") == []
+    rules = aria_points(svg, "rule")
+    assert len(rules) == 8 and {p["t1"] for p in rules} == {"900"}  # the study's 15 minutes
+    meta = json.loads((out / "study002-timeseries.json").read_text())
+    assert "No E002-LAT run of this testbed is present" in meta["caption"]
+    assert "A local run would last seconds (against the study's 15 minutes)" in meta["caption"]
+    assert _overlapping_words(out / "study002-timeseries.pdf") == []
+
+
+def test_a_bad_time_series_is_one_error_naming_the_file_and_field(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    d = ts_result([4.0], [9.0], [4.0, 4.5])
+    d["x-streambench"]["timeSeries"]["publishLatencyP99Ms"].pop()
+    path = put(raw, "pulsar", "L1", 1, d)
+    with pytest.raises(InputError, match=rf"{re.escape(str(path))}: field 'x-streambench.timeSeries.publishLatencyP99Ms': "
+                                         r"has 3 elements but t has 4"):
+        study002.timeseries_points(study002.runs(raw), study002.published(REFERENCE))
+    assert study002.main(["--raw", str(raw), "--reference", str(REFERENCE), "--figures", str(tmp_path / "f"),
+                          "--png-scale", "1"]) == 2
+    assert not (tmp_path / "f" / "study002-timeseries.svg").exists()
+    assert "x-streambench.timeSeries.publishLatencyP99Ms" in capsys.readouterr().err
