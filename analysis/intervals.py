@@ -100,12 +100,14 @@ def span(lo: float, hi: float, fmt=".3g") -> str:
 
 
 def range_text(median: float, lo: float, hi: float, fmt=".3g", unit: str = "", n: int = 2, ci=None) -> str:
-    """'median [lo–hi] unit' (n >= 2), 'median unit' (n = 1); ci: (low, high) added as ', CI low–high'."""
-    u = f" {unit}" if unit and unit != "x" else unit
+    """'median [lo–hi] unit' (n >= 2), 'median unit' (n = 1); the unit 'x' (a ratio) stays on the median:
+    '2.10x [1.90–2.30]'; ci: (low, high) added as ', CI low–high'."""
     if n == 1:
-        return f"{_f(median, fmt)}{u}"
+        return f"{_f(median, fmt)}{'' if unit in ('', 'x') else ' '}{unit}"
     extra = f", CI {span(*ci, fmt)}" if ci else ""
-    return f"{_f(median, fmt)}{u} [{span(lo, hi, fmt)}{extra}]"
+    if unit == "x":
+        return f"{_f(median, fmt)}x [{span(lo, hi, fmt)}{extra}]"
+    return f"{_f(median, fmt)} [{span(lo, hi, fmt)}{extra}]" + (f" {unit}" if unit else "")
 
 
 def of(values) -> Interval | None:

@@ -36,7 +36,9 @@ def test_order_statistic_interval_of_the_median():
 
 
 def test_text_forms():
-    assert iv.of([1.0, 2.0, 3.0]).text(".1f", "ms") == "2.0 ms [1.0–3.0]"
+    assert iv.of([1.0, 2.0, 3.0]).text(".1f", "ms") == "2.0 [1.0–3.0] ms"
+    assert iv.range_text(2.1, 1.9, 2.3, ".2f", "x") == "2.10x [1.90–2.30]"
+    assert iv.range_text(2.1, 1.9, 2.3, ".2f", "x", n=1) == "2.10x"
     assert iv.of([1.0]).text(".1f", "ms") == "1.0 ms"
     assert iv.range_text(0.5, -0.2, 1.0, ".1f") == "0.5 [-0.2 to 1.0]"  # no dash beside a minus
     assert iv.of([1000.0, 3000.0]).text(lambda v: f"{v:,.0f}") == "2,000 [1,000–3,000]"
