@@ -28,7 +28,8 @@ from pathlib import Path
 
 import altair as alt
 
-from . import InputError, cli, intervals as iv, omb
+from . import InputError, cli, omb
+from . import intervals as iv  # the claims' verdicts over repetitions
 from .figures import save_chart
 from .labels import parse_raw_path
 from .report import to_md, write_table, write_text_atomic
