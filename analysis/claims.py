@@ -50,12 +50,45 @@ def verdict(printed: str, derived, approx: bool, tol_pct: float | None = None) -
     return f"differs by {diff:+.1f}%", diff
 
 
+def verdict_region(printed: str, approx: bool, tol_pct: float | None = None):
+    """The values verdict() says match `printed` as one region (analysis.intervals.Region): rounded or truncated to
+    the printed digits equal to it, or, with approx, within tol_pct of it; the three ranges all hold the printed
+    value, so their union is one interval. Judging an interval of repetitions against it (intervals.judge) gives
+    verdict()'s answer for every value in it, or 'not separable' when they disagree."""
+    from .intervals import Region
+    p = float(printed)
+    q = 10.0 ** -printed_decimals(printed)
+    lo, hi, hi_open = p - q / 2, p + q, True  # round: [p - q/2, p + q/2); truncate: [p, p + q)
+    if approx:
+        t = abs(p) * (APPROX_TOL_PCT if tol_pct is None else tol_pct) / 100
+        if p - t < lo:
+            lo = p - t
+        if p + t >= hi:
+            hi, hi_open = p + t, False
+    return Region(lo=lo, hi=hi, hi_open=hi_open)
+
+
+# the labels that make one cell of study 000 (a configuration at one size); its files are its repetitions
+CELL_KEYS = ["experiment", "system", "ack", "partitions", "local_durability", "subscriptions", "producers_per_topic",
+             "catchup_mode", "message_size_bytes"]
+
+
 class Deriver:
     """Looks up published runs by labels; the cell value is the median over distinct files (blob SHA-1)."""
 
     def __init__(self, runs: pl.DataFrame, stats_df: pl.DataFrame):
         self.runs = runs.filter(pl.col("source") == "published")
         self.stats = stats_df
+
+    def files_per_cell(self, files) -> int | None:
+        """The fewest distinct files (blob SHA-1) of one cell (CELL_KEYS) among the cells `files` belong to: a row's
+        n. Study 000 published one file per cell, so this is 1 for every row with data (None without a file)."""
+        sel = self.runs.filter(pl.col("path").is_in(list(files)))
+        if sel.height == 0:
+            return None
+        cells = sel.select(CELL_KEYS).unique()
+        return int(self.runs.join(cells, on=CELL_KEYS, how="semi", nulls_equal=True)
+                   .group_by(CELL_KEYS).agg(pl.col("blob_sha1").n_unique())["blob_sha1"].min())
 
     def select(self, **kw) -> pl.DataFrame:
         df = self.runs
@@ -438,12 +471,14 @@ def report_prose_claims(dv: Deriver):
 
 CLAIMS_SCHEMA = {"claim_id": pl.Utf8, "section": pl.Utf8, "experiment": pl.Utf8, "system": pl.Utf8,
                  "config": pl.Utf8, "metric": pl.Utf8, "unit": pl.Utf8, "printed": pl.Float64, "derived": pl.Float64,
-                 "diff_pct": pl.Float64, "verdict": pl.Utf8, "ambiguous": pl.Utf8, "derivation": pl.Utf8,
-                 "files": pl.Utf8, "note": pl.Utf8}
+                 "diff_pct": pl.Float64, "n": pl.Int64, "verdict": pl.Utf8, "ambiguous": pl.Utf8,
+                 "derivation": pl.Utf8, "files": pl.Utf8, "note": pl.Utf8}
 
 
 def derive(runs, stats_df, reference_csv, tables_csv=TABLES_CSV) -> pl.DataFrame:
     dv = Deriver(runs, stats_df)
     rows = (table_claims(dv, tables_csv) + reference_claims(dv, reference_csv) + prose_claims(dv)
             + report_prose_claims(dv))
+    for r in rows:  # n: files per cell (one published file each; a row over several cells counts its fewest)
+        r["n"] = dv.files_per_cell(r["files"].split()) if r["derived"] is not None else None
     return pl.DataFrame(rows, schema=CLAIMS_SCHEMA, strict=False)

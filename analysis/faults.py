@@ -28,7 +28,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from . import InputError, cli
+from . import InputError, cli, intervals as iv
 from .figures import save_chart
 from .labels import parse_raw_path
 from .report import to_csv, to_md, write_text_atomic
@@ -65,11 +65,13 @@ CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "r
              "lost_fraction_median",
              "lost_fraction_max", "duplicated_median", "reordered_median", "unacknowledged_present_median",
              "publish_errors_median", "unavailable_ms_median", "recovery_ms_median"]
+# n: the runs of the claim's cells (= runs); interval: acknowledged messages lost per run over them, median
+# [min–max] (analysis.intervals); a verdict from a single run says "(1 run)"
 CLAIM_COLS = ["claim_id", "claim", "system", "cells", "cells_run", "runs", "runs_with_loss", "lost_total",
-              "acknowledged_total", "verdict", "evidence"]
-MD_CLAIM_COLS = ["claim_id", "claim", "system", "runs", "runs_with_loss", "lost_total", "verdict", "evidence"]
+              "acknowledged_total", "n", "interval", "verdict", "evidence"]
+MD_CLAIM_COLS = ["claim_id", "claim", "system", "n", "runs_with_loss", "lost_total", "interval", "verdict", "evidence"]
 # relative column widths of the paper's tables (pandoc reads them from the dashes of a pipe table's separator line)
-MD_CLAIM_WIDTHS = [5, 15, 5, 4, 5, 6, 9, 27]
+MD_CLAIM_WIDTHS = [5, 14, 5, 3, 5, 5, 7, 9, 24]
 MD_GRID_WIDTHS = [5, 7, 4, 8, 10, 10, 10, 10, 10]
 
 
@@ -205,6 +207,7 @@ def cells(runs: pl.DataFrame, testbed: str) -> list[dict]:
             pl.col("acknowledged").median().alias("acknowledged_median"),
             pl.col("lost").median().alias("lost_median"), pl.col("lost").min().alias("lost_min"),
             pl.col("lost").max().alias("lost_max"), pl.col("lost").sum().alias("lost_total"),
+            pl.col("lost").alias("lost_values"),  # every run's count (the claims' intervals; not a table column)
             pl.col("acknowledged").sum().alias("acknowledged_total"),
             pl.col("lost_fraction").median().alias("lost_fraction_median"),
             pl.col("lost_fraction").max().alias("lost_fraction_max"),
@@ -304,10 +307,20 @@ def _existential(cid, text, system, cl):
 
 
 def _counts(cid, text, system, cl, run):
+    lost = iv.of(v for c in run for v in c["lost_values"])
     return {"claim_id": cid, "claim": text, "system": system, "cells": len(cl), "cells_run": len(run),
             "runs": sum(c["runs"] for c in run), "runs_with_loss": sum(c["runs_with_loss"] for c in run),
             "lost_total": sum(c["lost_total"] for c in run),
-            "acknowledged_total": sum(c["acknowledged_total"] for c in run)}
+            "acknowledged_total": sum(c["acknowledged_total"] for c in run),
+            "n": sum(c["runs"] for c in run), "interval": None if lost is None else lost.text(".0f")}
+
+
+def _one_run(row: dict) -> dict:
+    """A supported or refuted verdict from a single run says "(1 run)" (analysis.intervals.mark); "not observed in
+    1 runs" and "not tested" already say what they rest on."""
+    if row["verdict"] in ("supported", "refuted"):
+        row["verdict"] = iv.mark(row["verdict"], row["n"])
+    return row
 
 
 # claim id, text, which cells, universal (loses nothing) or existential (can lose)
@@ -329,7 +342,7 @@ def claims(cl: list[dict]) -> list[dict]:
             cc = [c for c in cl if c["system"] == system and c["status"] != "n/a" and sel(c)]
             if not cc:
                 continue
-            out.append(judge(cid, text, system, cc))
+            out.append(_one_run(judge(cid, text, system, cc)))
     return out
 
 

@@ -243,7 +243,12 @@ def runs_table(d):
 
 
 # the text versions of wide tables keep the columns a reader needs (the .csv has every column)
-MD_COLUMNS = {"claims": ["claim_id", "section", "unit", "printed", "derived", "verdict", "ambiguous", "note"]}
+# (claims: n is the published files per cell, 1: study 000 published one file per configuration, so its verdicts
+# compare single values; this testbed's repeated runs are judged over intervals by the study modules)
+MD_COLUMNS = {"claims": ["claim_id", "section", "unit", "printed", "derived", "n", "verdict", "ambiguous", "note"]}
+# relative column widths of those text versions (pandoc reads them from the separator's dashes): a narrow n, the
+# unbreakable claim ids wide enough not to run into the next column
+MD_WIDTHS = {"claims": [15, 12, 4, 7, 7, 3, 12, 12, 16]}
 
 
 def fmt(v):
@@ -285,10 +290,16 @@ def write_text_atomic(path: Path, text: str):
             os.unlink(tmp)
 
 
-def write_table(out: Path, tid: str, cols, rows, md_cols=None) -> None:
-    """One table as `<tid>.csv` (every column) and `<tid>.md` (md_cols, default all), each written atomically."""
+def write_table(out: Path, tid: str, cols, rows, md_cols=None, md_widths=None) -> None:
+    """One table as `<tid>.csv` (every column) and `<tid>.md` (md_cols, default all; md_widths: relative column
+    widths, default equal), each written atomically."""
     write_text_atomic(out / f"{tid}.csv", to_csv(cols, rows))
-    write_text_atomic(out / f"{tid}.md", to_md(cols if md_cols is None else md_cols, rows))
+    md = to_md(cols if md_cols is None else md_cols, rows)
+    if md_widths is not None:
+        lines = md.split("\n")
+        lines[1] = "|" + "|".join("-" * (3 * w) for w in md_widths) + "|"
+        md = "\n".join(lines)
+    write_text_atomic(out / f"{tid}.md", md)
 
 
 def build_tables(d, reference_csv, tables_csv=claims.TABLES_CSV) -> dict:
@@ -432,7 +443,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     for tid, (cols, rows) in tables.items():
-        write_table(a.tables, tid, cols, rows, MD_COLUMNS.get(tid))
+        write_table(a.tables, tid, cols, rows, MD_COLUMNS.get(tid), MD_WIDTHS.get(tid))
     write_text_atomic(a.variables, yaml.safe_dump(variables_doc, sort_keys=False, allow_unicode=True))
     print(f"{len(tables)} tables; claims {cl.height}")
     return 0

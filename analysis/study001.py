@@ -30,6 +30,7 @@ from pathlib import Path
 import altair as alt
 
 from . import InputError, cli
+from . import intervals as iv
 from . import omb
 from .figures import save_chart
 from .report import to_md, write_table, write_text_atomic
@@ -106,7 +107,12 @@ MD_RUN_COLUMNS = [("testbed", "testbed", 5), ("configuration", "series", 11), ("
                   ("publish MB/s", "publish_mbps", 6), ("consume e/s", "consume_eps", 6),
                   ("publish p95", "publish_p95_ms", 5), ("publish p99", "publish_p99_ms", 5),
                   ("e2e p95", "e2e_p95_ms", 5), ("e2e p99", "e2e_p99_ms", 5), ("lost", "lost", 5)]
-CLAIM_COLS = ["id", "experiment", "finding", "printed", "this_testbed", "verdict", "caveat"]
+# n: the fewest runs of a sweep point a claim judged; interval: the judged value's median [min–max] over them
+# (analysis.intervals); the paper's table (header, key, relative width) keeps every column
+CLAIM_COLS = ["id", "experiment", "finding", "printed", "this_testbed", "n", "interval", "verdict", "caveat"]
+MD_CLAIM_COLUMNS = [("id", "id", 5), ("experiment", "experiment", 6), ("finding", "finding", 13),
+                    ("printed", "printed", 6), ("this testbed", "this_testbed", 10), ("n", "n", 2),
+                    ("interval", "interval", 9), ("verdict", "verdict", 11), ("caveat", "caveat", 11)]
 
 
 def md_run_row(r: dict) -> dict:
@@ -117,13 +123,23 @@ def md_run_row(r: dict) -> dict:
     return {**r, "series": label_of(r), "workload": f"{r['partitions']} {unit}, {size}, {keys}"}
 
 
+def _md(columns, rows: list[dict]) -> str:
+    """report.to_md with the columns' headers and relative widths ((header, key, width): pandoc's dashes)."""
+    keys = [k for _, k, _ in columns]
+    lines = to_md(keys, rows).split("\n")
+    lines[0] = "| " + " | ".join(h for h, _, _ in columns) + " |"
+    lines[1] = "|" + "|".join("-" * (3 * w) for _, _, w in columns) + "|"
+    return "\n".join(lines)
+
+
 def runs_md(rows: list[dict]) -> str:
     """The paper's table of runs: report.to_md with MD_RUN_COLUMNS' headers and relative widths."""
-    keys = [k for _, k, _ in MD_RUN_COLUMNS]
-    lines = to_md(keys, [md_run_row(r) for r in rows]).split("\n")
-    lines[0] = "| " + " | ".join(h for h, _, _ in MD_RUN_COLUMNS) + " |"
-    lines[1] = "|" + "|".join("-" * (3 * w) for _, _, w in MD_RUN_COLUMNS) + "|"
-    return "\n".join(lines)
+    return _md(MD_RUN_COLUMNS, [md_run_row(r) for r in rows])
+
+
+def claims_md(rows: list[dict]) -> str:
+    """The paper's claims table: every column, MD_CLAIM_COLUMNS' headers and relative widths."""
+    return _md(MD_CLAIM_COLUMNS, rows)
 
 
 def parse_level_dir(level_dir: str) -> tuple[str, str, str | None]:
@@ -323,6 +339,13 @@ def figure(rows: list[dict], pub: list[dict], fid: str):
 
 
 # ---------------------------------------------------------------- claims
+#
+# A claim is judged on every repetition of the sweep points it compares (analysis.intervals): a point's cell is its
+# runs (rep-<n>.json of one rate), a maximum is the curve's highest point (by median) with its runs' range, a ratio's
+# interval comes from the two cells' ranges, and a claim "at every rate" holds when it holds at each. Where the
+# ranges leave it open the verdict reads "not separable at this scale"; a verdict from one run per cell says
+# "(1 run)"; every row gives n (the fewest runs of a cell it judged) and interval (the judged value's median
+# [min–max], at the deciding point when a claim covers several).
 
 def _curve(rows, system, level, variant, size, parts, keys="keyed"):
     return sorted((r for r in rows if series_of(r) == (system, level, variant) and r["message_bytes"] == size
@@ -333,68 +356,141 @@ def _is_max(r: dict) -> bool:
     return r["study_rate"] == MAX
 
 
-def _top(curve: list[dict], unit: str = "eps", reads: bool = False) -> tuple[float | None, bool]:
-    """(the curve's highest achieved throughput, whether the sweep saturated the system)."""
-    if not curve:
+def _points_of(curve: list[dict]) -> list[tuple]:
+    """[(study rate, the runs of that sweep point)] in rate order (the -max point last)."""
+    out: dict = {}
+    for r in curve:
+        out.setdefault(r["study_rate"] or 0, []).append(r)
+    return sorted(out.items(), key=lambda kv: kv[0])
+
+
+def _cell(runs_: list[dict], key: str):
+    """The runs' values of `key` as an interval (None values left out; None when none is left)."""
+    return iv.of(r[key] for r in runs_)
+
+
+def _top(curve: list[dict], unit: str = "eps", reads: bool = False):
+    """(the curve's highest point as an interval over its runs, whether the sweep saturated the system). The highest
+    point is the one with the highest median; the sweep saturated when its last point is a -max run or fell short of
+    the offered rate (median of its runs)."""
+    pts = _points_of(curve)
+    if not pts:
         return None, False
     key = "consume_eps" if reads else "publish_eps"
-    best = max(r[key] for r in curve)
-    last = curve[-1]
-    offered = last["offered_eps"] or 0
+    cells = [(rs, _cell(rs, key)) for _, rs in pts]
+    best = max((c for c in cells if c[1] is not None), key=lambda c: c[1].median, default=None)
+    if best is None:
+        return None, False
+    last_runs, last = cells[-1]
+    offered = last_runs[0]["offered_eps"] or 0
     # a maximum is known when the curve has a -max run (rate discovery) or its top point fell short of the offer
-    saturated = _is_max(last) or (bool(offered) and last[key] < SATURATED * offered)
-    v = best * last["message_bytes"] / 1e6 if unit == "mbps" else best
-    return v, saturated
+    saturated = _is_max(last_runs[0]) or (bool(offered) and last is not None and last.median < SATURATED * offered)
+    c = best[1]
+    return (c.scaled(best[0][0]["message_bytes"] / 1e6) if unit == "mbps" else c), saturated
+
+
+def _claim(cid, exp, finding, printed, value, verdict, caveat="", n=None, interval=None):
+    return {"id": cid, "experiment": exp, "finding": finding, "printed": printed, "this_testbed": value,
+            "n": n, "interval": interval, "verdict": verdict, "caveat": caveat}
+
+
+def _judged(cid, exp, finding, printed, value, verdict, n, interval):
+    """A row whose verdict was judged over the cells' intervals: '(1 run)' when a cell had one run."""
+    return _claim(cid, exp, finding, printed, value, iv.mark(verdict, n), n=n, interval=interval)
+
+
+def _eps(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def _target(printed: str) -> float:
+    return float(printed.split()[0].replace(",", "").lstrip(">~"))
 
 
 def _max_claim(cid, exp, finding, printed, curve, unit="eps", reads=False, tol_pct=25.0, lower_bound=False):
-    v, sat = _top(curve, unit, reads)
+    """A maximum against a printed size: within tol_pct of it for every run of the top point (matches), outside it
+    for every run (differs), else not separable; lower_bound: at or above it."""
+    c, sat = _top(curve, unit, reads)
     u = "MB/s" if unit == "mbps" else "e/s"
-    if v is None:
+    if c is None:
         return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
-    shown = f"{v:,.0f} {u}" + ("" if sat else " (not saturated)")
+    shown = f"{c.median:,.0f} {u}" + ("" if sat else " (not saturated)")
+    n, text = c.n, c.text(_eps, u)
+    target = _target(printed)
     if not sat:
-        if lower_bound and v >= float(printed.split()[0].replace(",", "").lstrip(">")):
-            return _claim(cid, exp, finding, printed, shown, "holds (lower bound reached)")
-        return _claim(cid, exp, finding, printed, shown, "not testable at this scale: the sweep did not saturate the system")
-    target = float(printed.split()[0].replace(",", "").lstrip(">~"))
+        v = iv.at_least(c, target) if lower_bound else None
+        if v == iv.HOLDS:
+            return _judged(cid, exp, finding, printed, shown, "holds (lower bound reached)", n, text)
+        if v == iv.NOT_SEPARABLE:
+            return _judged(cid, exp, finding, printed, shown, iv.not_separable(
+                f"some runs reached {printed} and some did not ({iv.span(c.lo, c.hi, ',.0f')} {u})"), n, text)
+        return _claim(cid, exp, finding, printed, shown, "not testable at this scale: the sweep did not saturate the "
+                      "system", n=n, interval=text)
     if lower_bound:
-        return _claim(cid, exp, finding, printed, shown, "holds" if v >= target else "does not hold here")
-    diff = (v - target) / target * 100
-    return _claim(cid, exp, finding, printed, shown,
-                  f"matches within {tol_pct:g}%" if abs(diff) <= tol_pct else f"differs by {diff:+.0f}%")
+        v = iv.at_least(c, target)
+        return _judged(cid, exp, finding, printed, shown, "holds" if v == iv.HOLDS else "does not hold here"
+                       if v == iv.DIFFERS else iv.not_separable(f"the runs' maxima {iv.span(*c.judged, ',.0f')} {u} "
+                                                                f"straddle {printed}"), n, text)
+    v = iv.within(c, target, tol_pct / 100)
+    diff = (c.median - target) / target * 100
+    verdict = (f"matches within {tol_pct:g}%" if v == iv.HOLDS else f"differs by {diff:+.0f}%" if v == iv.DIFFERS
+               else iv.not_separable(f"the runs' maxima {iv.span(*c.judged, ',.0f')} {u} straddle the edge of "
+                                     f"{printed} +/-{tol_pct:g}%"))
+    return _judged(cid, exp, finding, printed, shown, verdict, n, text)
 
 
-def _claim(cid, exp, finding, printed, value, verdict, caveat=""):
-    return {"id": cid, "experiment": exp, "finding": finding, "printed": printed, "this_testbed": value,
-            "verdict": verdict, "caveat": caveat}
+def _bracket(curve: list[dict]):
+    """The rate search's bracket of a curve's -max point over its runs: the lowest settled rate to the highest
+    rejected one (None when the curve has no -max point or a run has no bracket; rejected None: unbounded)."""
+    pts = _points_of(curve)
+    if not pts or not _is_max(pts[-1][1][0]):
+        return None
+    bs = [r.get("search_bracket") for r in pts[-1][1]]
+    if not bs or any(b is None for b in bs):
+        return None
+    return min(b[0] for b in bs), (None if any(b[1] is None for b in bs) else max(b[1] for b in bs))
 
 
 def _ratio_claim(cid, exp, finding, printed, target_ratio, a, b, reads=False, direction=">=", approx=0.0, missing=None):
     """A's maximum against B's: holds when A/B meets target_ratio (direction), or, with approx, lies within
-    +/-approx of it ("roughly"). missing: the verdict when a curve has no run (default: not tested)."""
-    va, sa = _top(a, reads=reads)
-    vb, sb = _top(b, reads=reads)
-    if va is None or vb is None:
+    +/-approx of it ("roughly"), over the ratio's interval (analysis.intervals.ratio of the two top points' runs);
+    when the size does not hold, the direction (A above or below B, as the printed ratio says) may still.
+    missing: the verdict when a curve has no run (default: not tested)."""
+    ca, sa = _top(a, reads=reads)
+    cb, sb = _top(b, reads=reads)
+    if ca is None or cb is None:
         return _claim(cid, exp, finding, printed, None, missing or "not tested (no runs)")
-    shown = f"{va:,.0f} vs {vb:,.0f} e/s ({(va / vb - 1) * 100:+.0f}%)"
+    r = ca.median / cb.median
+    lo, hi = iv.ratio(ca, cb)
+    n = iv.smallest_n(ca, cb)
+    text = iv.range_text(r, lo, hi, ".2f", "x", n)
+    shown = f"{ca.median:,.0f} vs {cb.median:,.0f} e/s ({(r - 1) * 100:+.0f}%)"
     if not (sa and sb):
         return _claim(cid, exp, finding, printed, shown + "; not saturated",
-                      "not testable at this scale: the sweep did not saturate both systems")
-    ba, bb = a[-1].get("search_bracket"), b[-1].get("search_bracket")
-    if _is_max(a[-1]) and _is_max(b[-1]) and ba and bb and _overlap(ba, bb):
-        return _claim(cid, exp, finding, printed, shown + f"; search brackets {_fmt_bracket(ba)} and {_fmt_bracket(bb)}",
-                      "not separable at this scale: both maxima lie in one bracket of the rate search")
-    r = va / vb
+                      "not testable at this scale: the sweep did not saturate both systems", n=n, interval=text)
+    ba, bb = _bracket(a), _bracket(b)
+    if ba and bb and _overlap(ba, bb):
+        return _judged(cid, exp, finding, printed, shown + f"; search brackets {_fmt_bracket(ba)} and {_fmt_bracket(bb)}",
+                       "not separable at this scale: both maxima lie in one bracket of the rate search", n, text)
     # the printed size of the effect holds, or only its direction (more / less than the other), or neither
     if approx:
-        full = abs(r / target_ratio - 1) <= approx
+        region = iv.between(target_ratio * (1 - approx), target_ratio * (1 + approx))
     else:
-        full = r >= target_ratio if direction == ">=" else r <= target_ratio
-    sign = r > 1 if target_ratio > 1 else r < 1
-    v = "holds" if full else (f"direction holds, size does not ({(r - 1) * 100:+.0f}%, printed {printed})" if sign
-                              else "does not hold here")
-    return _claim(cid, exp, finding, printed, shown, v)
+        region = iv.above(target_ratio) if direction == ">=" else iv.below(target_ratio)
+    side = iv.above(1.0, strict=True) if target_ratio > 1 else iv.below(1.0, strict=True)
+    full, sign = iv.judge((lo, hi), region), iv.judge((lo, hi), side)
+    if full == iv.HOLDS:
+        v = "holds"
+    elif full == iv.NOT_SEPARABLE:
+        v = iv.not_separable(f"the ratio lies between {lo:.2f}x and {hi:.2f}x (printed {printed})")
+    elif sign == iv.HOLDS:
+        v = f"direction holds, size does not ({(r - 1) * 100:+.0f}%, printed {printed})"
+    elif sign == iv.DIFFERS:
+        v = "does not hold here"
+    else:
+        v = (f"does not hold here at the printed size ({(r - 1) * 100:+.0f}%); the direction is "
+             f"{iv.NOT_SEPARABLE} ({lo:.2f}x to {hi:.2f}x)")
+    return _judged(cid, exp, finding, printed, shown, v, n, text)
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
@@ -407,26 +503,78 @@ def _fmt_bracket(b: tuple) -> str:
     return f"[{b[0]:,.0f}, {b[1]:,.0f})" if b[1] else f"[{b[0]:,.0f}, -)"
 
 
-def _common(a, b, max_rate=None):
-    bx = {r["study_rate"]: r for r in b}
-    return [(r, bx[r["study_rate"]]) for r in a if r["study_rate"] in bx and not _is_max(r)
-            and (max_rate is None or r["study_rate"] <= max_rate)]
+def _common(a, b, max_rate=None) -> list[tuple]:
+    """[(rate, A's runs, B's runs)] at the fixed rates both curves ran (no -max point), up to max_rate."""
+    bx = dict(_points_of(b))
+    return [(rate, ra, bx[rate]) for rate, ra in _points_of(a) if rate in bx and rate != MAX
+            and (max_rate is None or rate <= max_rate)]
+
+
+def _deciding(items: list[tuple]) -> tuple:
+    """The item a claim over several points turns on: items are (label, verdict, interval text, margin); the first
+    that differs, else the first not separable, else the one with the smallest margin (the closest to failing)."""
+    for cat in (iv.DIFFERS, iv.NOT_SEPARABLE):
+        for it in items:
+            if it[1] == cat:
+                return it
+    return min(items, key=lambda it: it[3])
+
+
+def _every(items: list[tuple]) -> tuple[str, str]:
+    """(combined verdict, the deciding item's interval as 'text at label') of a claim that must hold at every item."""
+    d = _deciding(items)
+    return iv.combine(it[1] for it in items), (f"{d[2]} at {d[0]}" if len(items) > 1 else d[2])
+
+
+def _rate(rate) -> str:
+    return "max" if rate == MAX else f"{rate:,.0f}"
+
+
+def _latency_order(pairs, key, shown_of, holds_text="holds", lower_first=True):
+    """A claim that A's latency (key) is below B's at every pair [(rate, A's runs, B's runs)] (lower_first; else
+    above), over each pair's ranges (analysis.intervals.less): (shown, verdict, n, interval text), or None when no
+    pair has both values."""
+    items, shown, ns = [], [], []
+    for rate, ra, rb in pairs:
+        ca, cb = _cell(ra, key), _cell(rb, key)
+        if ca is None or cb is None:
+            continue
+        lo, hi = iv.difference(cb, ca)  # B - A: positive when A is below
+        v = iv.less(ca, cb) if lower_first else iv.greater(ca, cb)
+        items.append((f"{_rate(rate)} e/s", v, f"{ca.text('.1f')} vs {cb.text('.1f')} ms", lo if lower_first else -hi))
+        shown.append(shown_of(ca, cb))
+        ns.append(iv.smallest_n(ca, cb))
+    if not items:
+        return None
+    v, text = _every(items)
+    verdict = (holds_text if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS else iv.not_separable(
+        "the runs' ranges overlap at " + ", ".join(lab for lab, c, _, _ in items if c == iv.NOT_SEPARABLE)))
+    return shown, verdict, min(ns), text
 
 
 def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
-    """The findings of studies.md §001.4 with this testbed's values and verdicts."""
+    """The findings of studies.md §001.4 with this testbed's values and verdicts, judged over the repetitions of
+    each sweep point (see the comment above _curve)."""
     out = []
     prav = [r for r in rows if series_of(r) == ("pravega", "L1", None) and r["keys"] == "keyed"]
     # ING
-    if prav:
-        worst = max(prav, key=lambda r: r["publish_p95_ms"] or 0)
-        v = worst["publish_p95_ms"]
-        out.append(_claim("ING-1", "E001-ING", "Pravega write p95 is single-digit ms at every rate", "< 10 ms",
-                          f"max {v:.1f} ms ({worst['publish_eps']:,.0f} e/s, {worst['message_bytes']} B, "
-                          f"{worst['partitions']} seg.)", "holds" if v < SINGLE_DIGIT_MS else "does not hold here"))
+    ing1 = ("ING-1", "E001-ING", "Pravega write p95 is single-digit ms at every rate", "< 10 ms")
+    cells = []
+    for size, parts in sorted({(r["message_bytes"], r["partitions"]) for r in prav}):
+        for rate, rs in _points_of([r for r in prav if (r["message_bytes"], r["partitions"]) == (size, parts)]):
+            c = _cell(rs, "publish_p95_ms")
+            if c is not None:
+                cells.append((f"{_eps(_cell(rs, 'publish_eps').median)} e/s, {size} B, {parts} seg.", c))
+    if cells:
+        label, worst = max(cells, key=lambda x: x[1].median)
+        v, text = _every([(lab, iv.at_most(c, SINGLE_DIGIT_MS, strict=True), c.text(".1f", "ms"),
+                           SINGLE_DIGIT_MS - c.judged[1]) for lab, c in cells])
+        verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                   else iv.not_separable(f"the runs' p95 straddle {SINGLE_DIGIT_MS:g} ms"))
+        out.append(_judged(*ing1, f"max {worst.median:.1f} ms ({label})", verdict,
+                           min(c.n for _, c in cells), text))
     else:
-        out.append(_claim("ING-1", "E001-ING", "Pravega write p95 is single-digit ms at every rate", "< 10 ms", None,
-                          "not tested (no runs)"))
+        out.append(_claim(*ing1, None, "not tested (no runs)"))
     out.append(_max_claim("ING-2", "E001-ING", "One Pravega writer reaches ~1 M events/s of 100 B (1 segment)",
                           "1,000,000 e/s", _curve(rows, "pravega", "L1", None, 100, 1)))
     out.append(_max_claim("ING-3", "E001-ING", "Pravega, 10 KB, 16 segments: 350 MB/s", "350 MB/s",
@@ -441,39 +589,57 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     for cid, sysname, level, var in (("DUR-2a", "pravega", "L1", None), ("DUR-2b", "kafka", "L2", "batch-128k-1ms")):
         out.append(_max_claim(cid, "E001-DUR", f"16 partitions: {LABEL[(sysname, level, var)]} exceeds 1 M events/s",
                               ">1,000,000 e/s", _curve(rows, sysname, level, var, 100, 16), lower_bound=True))
-    pairs = _common(_curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1), _curve(rows, "pravega", "L1", None, 100, 1), 500_000)
-    if pairs:
-        diffs = [p["publish_p95_ms"] - k["publish_p95_ms"] for k, p in pairs if k["publish_p95_ms"] and p["publish_p95_ms"]]
-        ok = diffs and all(d > 0 for d in diffs)
-        out.append(_claim("DUR-3", "E001-DUR", "1 partition, up to 500K e/s: Kafka (no flush) write p95 ~1 ms below Pravega (flush)",
-                          "~1 ms lower", "Pravega − Kafka: " + ", ".join(f"{d:+.1f}" for d in diffs) + " ms",
-                          "holds (Kafka lower at every common rate)" if ok else "does not hold here"))
+    dur3 = ("DUR-3", "E001-DUR", "1 partition, up to 500K e/s: Kafka (no flush) write p95 ~1 ms below Pravega (flush)",
+            "~1 ms lower")
+    pairs = _common(_curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1), _curve(rows, "pravega", "L1", None, 100, 1),
+                    500_000)
+    res = _latency_order(pairs, "publish_p95_ms", lambda k, p: f"{p.median - k.median:+.1f}",
+                         holds_text="holds (Kafka lower at every common rate)")
+    if res is None:
+        out.append(_claim(*dur3, None, "not tested (no runs)"))
     else:
-        out.append(_claim("DUR-3", "E001-DUR", "1 partition, up to 500K e/s: Kafka (no flush) write p95 ~1 ms below Pravega (flush)",
-                          "~1 ms lower", None, "not tested (no runs)"))
+        shown, verdict, n, text = res
+        out.append(_judged(*dur3, "Pravega − Kafka: " + ", ".join(shown) + " ms", verdict, n, text))
     kf = _curve(rows, "kafka", "L1", "batch-128k-1ms", 100, 16)
     pf = _curve(rows, "pravega", "L1", None, 100, 16)
-    if kf and pf:
-        kmax = max(r["publish_p95_ms"] or 0 for r in kf)
-        pmax = max(r["publish_p95_ms"] or 0 for r in pf)
-        out.append(_claim("DUR-4", "E001-DUR", "16 partitions: Kafka (flush) write latency reaches 1+ s, Pravega (flush) stays single-digit ms",
-                          ">1000 ms vs <10 ms", f"Kafka max p95 {kmax:,.0f} ms, Pravega {pmax:.1f} ms",
-                          "holds" if kmax >= 1000 and pmax < SINGLE_DIGIT_MS else "does not hold here"))
+    dur4 = ("DUR-4", "E001-DUR", "16 partitions: Kafka (flush) write latency reaches 1+ s, Pravega (flush) stays "
+            "single-digit ms", ">1000 ms vs <10 ms")
+    kc = [c for c in (_cell(rs, "publish_p95_ms") for _, rs in _points_of(kf)) if c is not None]
+    pc = [c for c in (_cell(rs, "publish_p95_ms") for _, rs in _points_of(pf)) if c is not None]
+    if kc and pc:
+        kmax, pmax = max(kc, key=lambda c: c.median), max(pc, key=lambda c: c.median)
+        v = iv.combine([iv.at_least(kmax, 1000.0)] + [iv.at_most(c, SINGLE_DIGIT_MS, strict=True) for c in pc])
+        verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                   else iv.not_separable("the runs' ranges straddle 1 000 ms (Kafka) or 10 ms (Pravega)"))
+        out.append(_judged(*dur4, f"Kafka max p95 {kmax.median:,.0f} ms, Pravega {pmax.median:.1f} ms", verdict,
+                           iv.smallest_n(*kc, *pc), f"Kafka {kmax.text(',.0f')}, Pravega {pmax.text('.1f')} ms"))
     else:
-        out.append(_claim("DUR-4", "E001-DUR", "16 partitions: Kafka (flush) write latency reaches 1+ s, Pravega (flush) stays single-digit ms",
-                          ">1000 ms vs <10 ms", None, "not tested (no runs)"))
-    pnf = _curve(rows, "pravega", "L2", None, 100, 1)
-    pairs = _common(pnf, _curve(rows, "pravega", "L1", None, 100, 1))
+        out.append(_claim(*dur4, None, "not tested (no runs)"))
+    dur5 = ("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)", "modest")
+    pairs = [(rate, rn, rf) for rate, rn, rf in _common(_curve(rows, "pravega", "L2", None, 100, 1),
+                                                         _curve(rows, "pravega", "L1", None, 100, 1))
+             if _cell(rn, "publish_p95_ms") and _cell(rf, "publish_p95_ms")]
     if pairs:
-        gains = [(f["publish_p95_ms"] - n["publish_p95_ms"]) / f["publish_p95_ms"] * 100 for n, f in pairs
-                 if n["publish_p95_ms"] and f["publish_p95_ms"]]
-        med = sorted(gains)[len(gains) // 2]
-        out.append(_claim("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)",
-                          "modest", f"no flush lowers write p95 by {med:.0f}% (median over {len(gains)} rates)",
-                          "holds" if med < 50 else "does not hold here"))
+        # the gain (flush - no flush) / flush = 1 - no flush / flush at each rate, its interval from the ratio's;
+        # the claim is on the median over rates (its interval: the medians of the gains' low and high ends)
+        gains = []
+        for _, rn, rf in pairs:
+            cn, cf = _cell(rn, "publish_p95_ms"), _cell(rf, "publish_p95_ms")
+            lo, hi = iv.ratio(cn, cf)
+            gains.append(((1 - cn.median / cf.median) * 100, (1 - hi) * 100, (1 - lo) * 100, iv.smallest_n(cn, cf)))
+
+        def upper_median(xs):
+            return sorted(xs)[len(xs) // 2]
+
+        med, glo, ghi = (upper_median([g[i] for g in gains]) for i in range(3))
+        n = min(g[3] for g in gains)
+        v = iv.judge((glo, ghi), iv.below(50.0, strict=True))
+        verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                   else iv.not_separable(f"the gain lies between {glo:.0f}% and {ghi:.0f}%, around 50%"))
+        out.append(_judged(*dur5, f"no flush lowers write p95 by {med:.0f}% (median over {len(gains)} rates)", verdict,
+                           n, iv.range_text(med, glo, ghi, lambda x: f"{x:.0f}%", "", n)))
     else:
-        out.append(_claim("DUR-5", "E001-DUR", "Disabling Pravega's journal flush helps only modestly (1 segment)",
-                          "modest", None, "not tested (no runs)"))
+        out.append(_claim(*dur5, None, "not tested (no runs)"))
     # the highlights' DUR sentence: Kafka's write throughput is "at least 40% less" than Pravega's, flushing or not
     for cid, level, name in (("DUR-6-noflush", "L2", "no flush"), ("DUR-6-flush", "L1", "flush")):
         out.append(_ratio_claim(cid, "E001-DUR", f"Highlights: Kafka ({name}) max write throughput at least 40% below "
@@ -486,18 +652,17 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                             _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1), direction="<="))
     nk = _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 16, "nokey")
     kk = _curve(rows, "kafka", "L2", "batch-1m-10ms", 100, 16)
-    c = _ratio_claim("BATCH-2", "E001-BATCH", "Kafka, 16 partitions, 1 MB / 10 ms: 120 MB/s with NO_KEY vs 20 MB/s with RANDOM_NANO",
-                     "6x", 6.0, nk, kk)
-    out.append(c)
-    pairs = _common(_curve(rows, "pravega", "L1", None, 100, 1), _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), 10_000)
-    if pairs:
-        ok = all((p["publish_p95_ms"] or 0) < (q["publish_p95_ms"] or 0) for p, q in pairs)
-        out.append(_claim("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)",
-                          "lower", ", ".join(f"{p['publish_p95_ms']:.1f} vs {q['publish_p95_ms']:.1f} ms" for p, q in pairs),
-                          "holds" if ok else "does not hold here"))
+    out.append(_ratio_claim("BATCH-2", "E001-BATCH", "Kafka, 16 partitions, 1 MB / 10 ms: 120 MB/s with NO_KEY vs 20 MB/s "
+                            "with RANDOM_NANO", "6x", 6.0, nk, kk))
+    batch3 = ("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)", "lower")
+    res = _latency_order(_common(_curve(rows, "pravega", "L1", None, 100, 1),
+                                          _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1), 10_000),
+                         "publish_p95_ms", lambda p, q: f"{p.median:.1f} vs {q.median:.1f} ms")
+    if res is None:
+        out.append(_claim(*batch3, None, "not tested (no runs)"))
     else:
-        out.append(_claim("BATCH-3", "E001-BATCH", "Below ~10K e/s Pravega's write p95 is below Pulsar (batch)'s (1 partition)",
-                          "lower", None, "not tested (no runs)"))
+        shown, verdict, n, text = res
+        out.append(_judged(*batch3, ", ".join(shown), verdict, n, text))
     out.append(_tradeoff_claim(_curve(rows, "pulsar", "L1", "no-batch", 100, 1),
                                _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1)))
     # LARGE
@@ -514,15 +679,18 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                                   f"{v} MB/s", _curve(rows, sysname, level, var, 10_000, parts), unit="mbps"))
     out.append(_large16_claim(rows, pub))
     # TAIL
-    pl = [r for r in _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 1) + _curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, 16)
-          if r["e2e_p95_ms"]]
-    if pl:
-        low = min(r["e2e_p95_ms"] for r in pl)
-        out.append(_claim("TAIL-1", "E001-TAIL", "Pulsar end-to-end p95 is never below 12 ms, even with batching", ">= 12 ms",
-                          f"min {low:.1f} ms", "holds" if low >= 12 else "does not hold here"))
+    tail1 = ("TAIL-1", "E001-TAIL", "Pulsar end-to-end p95 is never below 12 ms, even with batching", ">= 12 ms")
+    cells = [(f"{_rate(rate)} e/s, {parts} p.", c) for parts in (1, 16)
+             for rate, rs in _points_of(_curve(rows, "pulsar", "L1", "batch-128k-1ms", 100, parts))
+             for c in [_cell([r for r in rs if r["e2e_p95_ms"]], "e2e_p95_ms")] if c is not None]
+    if cells:
+        v, text = _every([(lab, iv.at_least(c, 12.0), c.text(".1f", "ms"), c.judged[0] - 12.0) for lab, c in cells])
+        low = min(c.median for _, c in cells)
+        verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                   else iv.not_separable("the runs' p95 straddle 12 ms"))
+        out.append(_judged(*tail1, f"min {low:.1f} ms", verdict, min(c.n for _, c in cells), text))
     else:
-        out.append(_claim("TAIL-1", "E001-TAIL", "Pulsar end-to-end p95 is never below 12 ms, even with batching", ">= 12 ms",
-                          None, "not tested (no runs)"))
+        out.append(_claim(*tail1, None, "not tested (no runs)"))
     kd = _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1)
     out.append(_ratio_claim("TAIL-2", "E001-TAIL", "1 partition: Pravega read throughput 72% above Kafka's", "+72%", 1.72,
                             _curve(rows, "pravega", "L1", None, 100, 1), kd, reads=True))
@@ -542,33 +710,52 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                                                       f"({ONE_PARTITION_HERE})")))
     # KEYS
     for sysname, level, var in (("kafka", "L2", "batch-128k-1ms"), ("pulsar", "L1", "batch-128k-1ms")):
-        pairs = _common(_curve(rows, sysname, level, var, 100, 1), _curve(rows, sysname, level, var, 100, 1, "nokey"))
-        pairs = [(k, n) for k, n in pairs if k["e2e_p95_ms"] and n["e2e_p95_ms"]]
+        pairs = [(rate, k, nk_) for rate, k, nk_ in _common(_curve(rows, sysname, level, var, 100, 1),
+                                                           _curve(rows, sysname, level, var, 100, 1, "nokey"))
+                 if _cell(k, "e2e_p95_ms") and _cell(nk_, "e2e_p95_ms")]
         name = f"With routing keys, {sysname} end-to-end p95 is more than 2x NO_KEY's at moderate and high rates (100 B, 1 partition)"
         if pairs:
-            k, n = pairs[-1]
-            r = k["e2e_p95_ms"] / n["e2e_p95_ms"]
-            out.append(_claim(f"KEYS-1-{sysname}", "E001-KEYS", name, "> 2x",
-                              f"{r:.2f}x at {k['publish_eps']:,.0f} e/s", "holds" if r > 2 else "does not hold here"))
+            _, k, nk_ = pairs[-1]
+            ck, cn = _cell(k, "e2e_p95_ms"), _cell(nk_, "e2e_p95_ms")
+            r = ck.median / cn.median
+            lo, hi = iv.ratio(ck, cn)
+            n = iv.smallest_n(ck, cn)
+            v = iv.judge((lo, hi), iv.above(2.0, strict=True))
+            verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                       else iv.not_separable(f"the ratio lies between {lo:.2f}x and {hi:.2f}x"))
+            out.append(_judged(f"KEYS-1-{sysname}", "E001-KEYS", name, "> 2x",
+                               f"{r:.2f}x at {_cell(k, 'publish_eps').median:,.0f} e/s", verdict, n,
+                               iv.range_text(r, lo, hi, ".2f", "x", n)))
         else:
             out.append(_claim(f"KEYS-1-{sysname}", "E001-KEYS", name, "> 2x", None, "not tested (no runs)"))
     out.append(_ratio_claim("KEYS-2", "E001-KEYS", "Kafka max read throughput is more than 37% lower with keys (1 partition)",
                             "-37%", 0.63, _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1),
                             _curve(rows, "kafka", "L2", "batch-128k-1ms", 100, 1, "nokey"), reads=True, direction="<="))
-    pairs = []
+    keys3 = ("KEYS-3", "E001-KEYS", "Pravega shows no significant difference with routing keys (end-to-end p95)",
+             "no key penalty")
+    items, shown, ns = [], [], []
     for size in (100, 10_000):
         for parts in (1, 16):
-            pairs += _common(_curve(rows, "pravega", "L1", None, size, parts), _curve(rows, "pravega", "L1", None, size, parts, "nokey"))
-    pairs = [(k, n) for k, n in pairs if k["e2e_p95_ms"] and n["e2e_p95_ms"]]
-    if pairs:
-        rs = [k["e2e_p95_ms"] / n["e2e_p95_ms"] for k, n in pairs]
-        worst = max(rs, key=lambda r: abs(r - 1))
-        out.append(_claim("KEYS-3", "E001-KEYS", "Pravega shows no significant difference with routing keys (end-to-end p95)",
-                          "no key penalty", f"keyed / NO_KEY p95: {', '.join(f'{r:.2f}' for r in rs)}",
-                          "holds" if abs(worst - 1) <= 0.25 else "does not hold here"))
+            for rate, k, nk_ in _common(_curve(rows, "pravega", "L1", None, size, parts),
+                                        _curve(rows, "pravega", "L1", None, size, parts, "nokey")):
+                ck, cn = _cell(k, "e2e_p95_ms"), _cell(nk_, "e2e_p95_ms")
+                if not ck or not cn or not ck.median or not cn.median:
+                    continue
+                r = ck.median / cn.median
+                lo, hi = iv.ratio(ck, cn)
+                n = iv.smallest_n(ck, cn)
+                # no penalty: keyed / NO_KEY within 25 % of 1
+                items.append((f"{_rate(rate)} e/s, {size} B, {parts} p.", iv.judge((lo, hi), iv.between(0.75, 1.25)),
+                              iv.range_text(r, lo, hi, ".2f", "x", n), min(1.25 - hi, lo - 0.75)))
+                shown.append(f"{r:.2f}")
+                ns.append(n)
+    if items:
+        v, text = _every(items)
+        verdict = ("holds" if v == iv.HOLDS else "does not hold here" if v == iv.DIFFERS
+                   else iv.not_separable("a ratio's range straddles 0.75 or 1.25"))
+        out.append(_judged(*keys3, f"keyed / NO_KEY p95: {', '.join(shown)}", verdict, min(ns), text))
     else:
-        out.append(_claim("KEYS-3", "E001-KEYS", "Pravega shows no significant difference with routing keys (end-to-end p95)",
-                          "no key penalty", None, "not tested (no runs)"))
+        out.append(_claim(*keys3, None, "not tested (no runs)"))
     cav = caveat(rows)
     for c in out:
         c["caveat"] = cav if c["this_testbed"] is not None else "no study-001 run of this configuration on this testbed"
@@ -577,38 +764,49 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
 
 def _tradeoff_claim(nb: list[dict], bt: list[dict]) -> dict:
     """BATCH-4: Pulsar without batching has the lower write p95 (at every rate both kept up with) and with batching
-    the higher maximum; each half is judged when the data can show it."""
+    the higher maximum; each half is judged over the runs' ranges when the data can show it."""
     cid, exp = "BATCH-4", "E001-BATCH"
     finding = "Pulsar: either low latency (no batch) or high throughput (batch), not both (1 partition, 100 B)"
     printed = "no batch: lower p95; batch: higher max"
     if not nb or not bt:
         return _claim(cid, exp, finding, printed, None, "not tested (no runs)")
-    shown, halves = [], []
-    pairs = [(n, b) for n, b in _common(nb, bt) if n["publish_p95_ms"] and b["publish_p95_ms"]
-             and not (_short(n) or _short(b))]
-    if pairs:
-        shown.append("p95 no batch vs batch: " + ", ".join(f"{n['publish_p95_ms']:.1f} vs {b['publish_p95_ms']:.1f} ms"
-                                                          for n, b in pairs))
-        ok = all(n["publish_p95_ms"] < b["publish_p95_ms"] for n, b in pairs)
-        halves.append(("latency", "holds" if ok else "does not hold"))
+    shown, halves, ns, texts = [], [], [], []
+    pairs = [(rate, rn, rb) for rate, rn, rb in _common(nb, bt)
+             if _cell(rn, "publish_p95_ms") and _cell(rb, "publish_p95_ms") and not any(_short(r) for r in rn + rb)]
+    res = _latency_order(pairs, "publish_p95_ms",
+                         lambda n_, b_: f"{n_.median:.1f} vs {b_.median:.1f} ms")
+    if res is not None:
+        sh, verdict, n, text = res
+        shown.append("p95 no batch vs batch: " + ", ".join(sh))
+        halves.append(("latency", "holds" if verdict == "holds" else "does not hold"
+                       if verdict == "does not hold here" else iv.NOT_SEPARABLE))
+        ns.append(n)
+        texts.append(f"p95 {text}")
     else:
         halves.append(("latency", "not testable at this scale: no rate both kept up with"))
-    (vn, sn), (vb, sb) = _top(nb), _top(bt)
-    shown.append(f"max batch {vb:,.0f} vs no batch {vn:,.0f} e/s" + ("" if sn else " (no batch not saturated)"))
-    if sn and vb > vn:  # batch's top, a maximum or a lower bound of it, beyond no batch's maximum
+    (cn, sn), (cb, sb) = _top(nb), _top(bt)
+    shown.append(f"max batch {cb.median:,.0f} vs no batch {cn.median:,.0f} e/s" + ("" if sn else " (no batch not saturated)"))
+    # batch's top, a maximum or a lower bound of it, beyond no batch's maximum
+    tput = iv.greater(cb, cn) if sn else None
+    if tput == iv.HOLDS:
         halves.append(("throughput", "holds"))
-    elif sn and sb:
+    elif sn and sb and tput == iv.DIFFERS:
         halves.append(("throughput", "does not hold"))
+    elif sn and sb:
+        halves.append(("throughput", iv.NOT_SEPARABLE))
     else:
         halves.append(("throughput", "not testable at this scale: the sweep did not saturate Pulsar "
                                      f"({'no batch' if not sn else 'batch'})"))
+    ns.append(iv.smallest_n(cn, cb))
+    lo, hi = iv.ratio(cb, cn)
+    texts.append("max " + iv.range_text(cb.median / cn.median, lo, hi, ".2f", "x", min(ns)))
     if all(v == "holds" for _, v in halves):
         verdict = "holds"
     elif any(v == "does not hold" for _, v in halves):
         verdict = "does not hold here (" + ", ".join(f"{h} half {v}" for h, v in halves) + ")"
     else:
         verdict = "; ".join(f"{h} half {v}" for h, v in halves)
-    return _claim(cid, exp, finding, printed, "; ".join(shown), verdict)
+    return _judged(cid, exp, finding, printed, "; ".join(shown), verdict, min(ns), "; ".join(texts))
 
 
 def _short(r: dict) -> bool:
@@ -618,8 +816,9 @@ def _short(r: dict) -> bool:
 
 def _large16_claim(rows: list[dict], pub: list[dict]) -> dict:
     """LARGE-16-highlight: at 16 partitions of 10 KB, Pravega's maximum 40 % above Pulsar's and ~6 % above Kafka's,
-    Kafka's write p95 above 800 ms (the sizes from the study's 350 / 250 / 330 MB/s). Judged at 16 partitions only:
-    at 1 partition the study ranks Pulsar first, so a 1-partition run is no stand-in."""
+    Kafka's write p95 above 800 ms (the sizes from the study's 350 / 250 / 330 MB/s), each judged over the runs'
+    ranges. Judged at 16 partitions only: at 1 partition the study ranks Pulsar first, so a 1-partition run is no
+    stand-in."""
     cid, exp = "LARGE-16-highlight", "E001-LARGE"
     pv = _ref(pub, "large_10KB_16part", "pravega", "max_tput") or 350.0
     pu = _ref(pub, "large_10KB_16part", "pulsar", "max_tput") or 250.0
@@ -637,18 +836,26 @@ def _large16_claim(rows: list[dict], pub: list[dict]) -> dict:
                       f"needs aws scale: no 10 KB run at 16 partitions of {', '.join(absent)} on this testbed "
                       f"({ONE_PARTITION_HERE}; at 1 partition the study ranks the systems the other way)")
     (a, sa), (b, sb), (c, sc) = (_top(curves[n], "mbps") for n in ("Pravega", "Pulsar", "Kafka"))
-    kmax = max(r["publish_p95_ms"] or 0 for r in curves["Kafka"])
-    shown = (f"Pravega {a:,.0f}, Pulsar {b:,.0f}, Kafka {c:,.0f} MB/s ({(a / b - 1) * 100:+.0f}%, "
-             f"{(a / c - 1) * 100:+.0f}%); Kafka max p95 {kmax:,.0f} ms")
-    if not (sa and sb and sc and b and c):
+    kp = [x for x in (_cell(rs, "publish_p95_ms") for _, rs in _points_of(curves["Kafka"])) if x is not None]
+    kmax = max(kp, key=lambda x: x.median) if kp else iv.of([0.0])
+    n = iv.smallest_n(a, b, c, kmax)
+    shown = (f"Pravega {a.median:,.0f}, Pulsar {b.median:,.0f}, Kafka {c.median:,.0f} MB/s "
+             f"({(a.median / b.median - 1) * 100:+.0f}%, {(a.median / c.median - 1) * 100:+.0f}%); "
+             f"Kafka max p95 {kmax.median:,.0f} ms")
+    r_ab, r_ac = iv.ratio(a, b), iv.ratio(a, c)
+    text = (f"{iv.range_text(a.median / b.median, *r_ab, '.2f', 'x', n)}, "
+            f"{iv.range_text(a.median / c.median, *r_ac, '.2f', 'x', n)}; p95 {kmax.text(',.0f', 'ms')}")
+    if not (sa and sb and sc and b.median and c.median):
         return _claim(cid, exp, finding, printed, shown + "; not saturated",
-                      "not testable at this scale: the sweep did not saturate every system")
-    checks = {"Pravega over Pulsar": a / b >= pv / pu,
-              "Pravega over Kafka": 1.0 < a / c <= (pv / ka) * (1 + ROUGHLY),
-              "Kafka p95": kmax > lat}
-    failed = [k for k, ok in checks.items() if not ok]
-    return _claim(cid, exp, finding, printed, shown,
-                  "holds" if not failed else f"does not hold here ({', '.join(failed)})")
+                      "not testable at this scale: the sweep did not saturate every system", n=n, interval=text)
+    checks = {"Pravega over Pulsar": iv.judge(r_ab, iv.above(pv / pu)),
+              "Pravega over Kafka": iv.judge(r_ac, iv.Region(lo=1.0, hi=(pv / ka) * (1 + ROUGHLY), lo_open=True)),
+              "Kafka p95": iv.at_least(kmax, lat, strict=True)}
+    failed = [k for k, v in checks.items() if v == iv.DIFFERS]
+    open_ = [k for k, v in checks.items() if v == iv.NOT_SEPARABLE]
+    verdict = ("holds" if not failed and not open_ else f"does not hold here ({', '.join(failed)})" if failed
+               else iv.not_separable(", ".join(open_)))
+    return _judged(cid, exp, finding, printed, shown, verdict, n, text)
 
 
 def _base(testbed: str) -> str:
@@ -691,7 +898,9 @@ def main(argv=None):
                                                   r["partitions"], r["keys"], r["study_rate"] or 0))
             write_table(a.tables, "study001-runs", RUN_COLS, ordered)
             write_text_atomic(a.tables / "study001-runs.md", runs_md(ordered))
-            write_table(a.tables, "study001-claims", CLAIM_COLS, claims(rows, pub))
+            cl = claims(rows, pub)
+            write_table(a.tables, "study001-claims", CLAIM_COLS, cl)
+            write_text_atomic(a.tables / "study001-claims.md", claims_md(cl))
         for fid in FIGURE_IDS if a.id == "all" else ([a.id] if a.id in FIGURE_IDS else []):
             if a.figures is None:
                 raise InputError("(command line)", "--figures", "needed for the figures")

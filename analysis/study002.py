@@ -32,6 +32,7 @@ from pathlib import Path
 import altair as alt
 
 from . import InputError, cli, omb
+from . import intervals as iv  # the claims' verdicts over repetitions
 from .figures import log_axis, save_chart
 from .ingest import WINDOW_S
 from .labels import parse_raw_path
@@ -78,9 +79,12 @@ MD_RUN_COLUMNS = [("testbed", "testbed", 6), ("system", "system", 5), ("mode", "
                   ("publish p50", "publish_p50_ms", 5), ("publish p99", "publish_p99_ms", 5),
                   ("publish p99.9", "publish_p99_9_ms", 5), ("publish p99.99", "publish_p99_99_ms", 5),
                   ("e2e avg", "e2e_avg_ms", 5), ("e2e p99", "e2e_p99_ms", 5), ("lost", "lost", 4)]
-CLAIM_COLS = ["claim_id", "headline", "comparison", "printed", "scale", "judged_at", "this_testbed", "verdict", "note"]
-MD_CLAIM_COLUMNS = [("comparison", "comparison", 14), ("scale", "scale", 6), ("this testbed", "this_testbed", 10),
-                    ("verdict", "verdict", 14)]
+# n: the fewest repetitions of a cell the row judged; interval: the judged value's median [min–max] over them
+# (analysis.intervals); a testbed's verdict from one run per cell says "(1 run)"
+CLAIM_COLS = ["claim_id", "headline", "comparison", "printed", "scale", "judged_at", "this_testbed", "n", "interval",
+              "verdict", "note"]
+MD_CLAIM_COLUMNS = [("comparison", "comparison", 13), ("scale", "scale", 6), ("this testbed", "this_testbed", 9),
+                    ("n", "n", 2), ("interval", "interval", 9), ("verdict", "verdict", 13)]
 
 
 def md_table(columns, rows: list[dict]) -> str:
@@ -209,25 +213,61 @@ def published(reference: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- claims
 
-def direction_verdict(values: dict[int, float], want: str) -> tuple[str, str]:
-    """(shown, verdict) for "latency <want: falls|rises> as partitions increase" on {partitions: value}.
-    Holds when every step to more partitions moves the way the claim says; with one partition count there is no
-    sweep to judge."""
-    ps = sorted(values)
-    shown = ", ".join(f"{p} p: {round(values[p], 3):g}" for p in ps) + " ms"  # the study's printed digits
+def _ms(v: float) -> str:
+    return f"{round(v, 3):g}"  # the study's printed digits
+
+
+def _cells(values: dict) -> dict:
+    """{partitions: Interval} from {partitions: a value or the list of a cell's repetitions}."""
+    out = {}
+    for p, v in values.items():
+        c = iv.of(v if isinstance(v, (list, tuple)) else [v])
+        if c is not None:
+            out[p] = c
+    return out
+
+
+def direction_judgement(values: dict, want: str) -> dict:
+    """"latency <want: falls|rises> as partitions increase" on {partitions: value or repetitions}: every step to more
+    partitions judged over the cells' intervals (analysis.intervals: a step holds when the larger count's range lies
+    wholly below (falls) or above (rises) the smaller's, differs when wholly on the other side, and is not separable
+    when they overlap). Returns shown (medians), verdict ('' with one partition count: no sweep to judge), n (the
+    fewest repetitions of a cell) and interval (each cell's median [min–max])."""
+    cells = _cells(values)
+    ps = sorted(cells)
+    med = {p: cells[p].median for p in ps}
+    shown = ", ".join(f"{p} p: {_ms(med[p])}" for p in ps) + " ms"
+    out = {"shown": shown, "verdict": "", "n": iv.smallest_n(*cells.values()) if cells else None,
+           "interval": ", ".join(f"{p} p: {cells[p].text(_ms)}" for p in ps) + " ms"}
     if len(ps) < 2:
-        return shown, ""
-    steps = [values[b] - values[a] for a, b in zip(ps, ps[1:])]
-    ok = all(s < 0 for s in steps) if want == "falls" else all(s > 0 for s in steps)
-    if ok:
-        return shown, "holds"
-    first, last = values[ps[0]], values[ps[-1]]
-    change = (last - first) / first * 100 if first else float("nan")
-    moved = "falls" if last < first else "rises" if last > first else "stays"
-    return shown, f"differs: it {moved} ({change:+.1f} % from {ps[0]} to {ps[-1]} partitions)"
+        return out
+    step = iv.less if want == "falls" else iv.greater
+    steps = {(a, b): step(cells[b], cells[a]) for a, b in zip(ps, ps[1:])}
+    v = iv.combine(steps.values())
+    if v == iv.HOLDS:
+        out["verdict"] = "holds"
+    elif v == iv.DIFFERS:
+        first, last = med[ps[0]], med[ps[-1]]
+        change = (last - first) / first * 100 if first else float("nan")
+        moved = "falls" if last < first else "rises" if last > first else "stays"
+        out["verdict"] = f"differs: it {moved} ({change:+.1f} % from {ps[0]} to {ps[-1]} partitions)"
+    else:
+        overlap = [f"{a} and {b}" for (a, b), s in steps.items() if s == iv.NOT_SEPARABLE]
+        out["verdict"] = iv.not_separable(f"the runs' ranges at {'; '.join(overlap)} partitions overlap")
+    return out
+
+
+def direction_verdict(values: dict, want: str) -> tuple[str, str]:
+    """(shown, verdict) of direction_judgement."""
+    j = direction_judgement(values, want)
+    return j["shown"], j["verdict"]
 
 
 def _claim_rows(scale: str, judged_at: str, values_of, note_of) -> list[dict]:
+    """The direction claim's eight rows on one scale; values_of(system, mode, metric) -> {partitions: value or the
+    cell's repetitions}. On a testbed (not the study's printed numbers) a row carries n and the cells' intervals and a
+    verdict from one run per cell says '(1 run)'."""
+    runs = scale != STUDY_SCALE
     out = []
     for system in ("pulsar", "kafka"):
         for mode in ("flush", "no flush"):
@@ -239,73 +279,133 @@ def _claim_rows(scale: str, judged_at: str, values_of, note_of) -> list[dict]:
                        "headline": f"{SYSTEM_NAME[system]}'s latency {want} as partitions increase",
                        "comparison": f"{SYSTEM_NAME[system]} ({mode}) {mname} latency {want} with every step 1 -> 6 -> 16 "
                                      "partitions",
-                       "printed": DIRECTION[system], "scale": scale, "judged_at": judged_at}
+                       "printed": DIRECTION[system], "scale": scale, "judged_at": judged_at, "n": None, "interval": None}
                 if not values:
                     row.update(this_testbed=None, verdict=f"not measured at this scale: no {SYSTEM_NAME[system]} "
                                                           f"{mode} run", note=note_of(system, mode))
                 else:
-                    shown, v = direction_verdict(values, want)
+                    j = direction_judgement(values, want)
+                    v = j["verdict"]
                     if not v:
                         v = (f"{'not measured at this scale' if scale.startswith('aws') else 'needs aws scale'}: "
                              f"partition sweep (this scale measured {', '.join(map(str, sorted(values)))} "
                              "partition(s) only; the claim needs 1, 6 and 16)")
-                    row.update(this_testbed=shown, verdict=v, note=note_of(system, mode))
+                    elif runs:
+                        v = iv.mark(v, j["n"])
+                    row.update(this_testbed=j["shown"], verdict=v, note=note_of(system, mode), n=j["n"],
+                               interval=j["interval"] if runs else None)
                 out.append(row)
     return out
 
 
-def pair_verdict(a: float, b: float, printed: float) -> tuple[str, str]:
-    """(shown, verdict) for a sentence that prints the pair a vs b as the ratio `printed`: holds within +/-APPROX of it
-    on the same side of 1; else the direction alone, or the opposite."""
-    r = a / b
-    shown = f"{round(a, 3):g} / {round(b, 3):g} ms = {r:.2f}x"
-    if (r > 1) != (printed > 1) or r == 1:
-        return shown, f"differs: opposite direction ({r:.2f}x, printed {printed:.2f}x)"
-    if abs(r / printed - 1) <= APPROX:
-        return shown, "holds"
-    return shown, f"differs: direction holds, size does not ({r:.2f}x, printed {printed:.2f}x)"
+def _pair_region(printed: float, side_only: bool) -> iv.Region:
+    """The ratios a sentence's 'a vs b' = printed admits: the same side of 1 (side_only), and within +/-APPROX."""
+    side = iv.above(1.0, strict=True) if printed > 1 else iv.below(1.0, strict=True)
+    if side_only:
+        return side
+    lo, hi = printed * (1 - APPROX), printed * (1 + APPROX)
+    if printed > 1:
+        return iv.Region(lo=max(lo, 1.0), hi=hi, lo_open=lo <= 1.0)
+    return iv.Region(lo=lo, hi=min(hi, 1.0), hi_open=hi >= 1.0)
+
+
+def pair_judgement(a, b, printed: float) -> dict:
+    """A sentence that prints the pair a vs b as the ratio `printed`, on values or the cells' repetitions: holds when
+    the ratio's interval (analysis.intervals.ratio) lies within +/-APPROX of printed on the same side of 1; differs
+    when it lies outside (then the direction alone, or the opposite); not separable when it straddles an edge."""
+    ca, cb = (iv.of(x if isinstance(x, (list, tuple)) else [x]) for x in (a, b))
+    r = ca.median / cb.median
+    lo, hi = iv.ratio(ca, cb)
+    out = {"shown": f"{_ms(ca.median)} / {_ms(cb.median)} ms = {r:.2f}x", "n": iv.smallest_n(ca, cb),
+           "interval": iv.range_text(r, lo, hi, ".2f", "x", iv.smallest_n(ca, cb))}
+    full = iv.judge((lo, hi), _pair_region(printed, side_only=False))
+    side = iv.judge((lo, hi), _pair_region(printed, side_only=True))
+    if full == iv.HOLDS:
+        out["verdict"] = "holds"
+    elif full == iv.NOT_SEPARABLE:
+        out["verdict"] = iv.not_separable(f"the ratio lies between {lo:.2f}x and {hi:.2f}x (printed {printed:.2f}x)")
+    elif side == iv.DIFFERS:
+        out["verdict"] = f"differs: opposite direction ({r:.2f}x, printed {printed:.2f}x)"
+    elif side == iv.HOLDS:
+        out["verdict"] = f"differs: direction holds, size does not ({r:.2f}x, printed {printed:.2f}x)"
+    else:
+        out["verdict"] = (f"differs: size does not hold ({r:.2f}x, printed {printed:.2f}x); the direction is "
+                          f"{iv.NOT_SEPARABLE} (ratio {lo:.2f}x to {hi:.2f}x)")
+    return out
+
+
+def pair_verdict(a, b, printed: float) -> tuple[str, str]:
+    """(shown, verdict) of pair_judgement."""
+    j = pair_judgement(a, b, printed)
+    return j["shown"], j["verdict"]
+
+
+def _reps(x) -> list:
+    """A value_of answer as a list of repetitions (None: none)."""
+    if x is None:
+        return []
+    return [v for v in x if v is not None] if isinstance(x, (list, tuple)) else [x]
 
 
 def _number_rows(scale: str, judged_at: str, value_of, note: str = "") -> list[dict]:
     """The flush / no flush claim and the two sentences with numbers on one scale. value_of(system, mode, metric,
-    partitions) -> ms or None (metric: publish_p99, publish_avg)."""
+    partitions) -> ms, the cell's repetitions (ms) or None (metric: publish_p99, publish_avg)."""
     study = scale == STUDY_SCALE
     out = []
-    measured = [p for p in STUDY_PARTITIONS if value_of("pulsar", "flush", "publish_p99", p) is not None
-                and value_of("pulsar", "no flush", "publish_p99", p) is not None]
+
+    def cell(*key):
+        return iv.of(_reps(value_of(*key)))
+
+    pairs = {p: (cell("pulsar", "flush", "publish_p99", p), cell("pulsar", "no flush", "publish_p99", p))
+             for p in STUDY_PARTITIONS}
+    measured = [p for p in STUDY_PARTITIONS if pairs[p][0] is not None and pairs[p][1] is not None]
     missing = [p for p in STUDY_PARTITIONS if p not in measured]
     row = {"claim_id": "002-flush-gain", "headline": "Disabling Pulsar's flush gains little",
            "comparison": f"Pulsar publish p99 without flush (tests 4-6) against with flush (tests 1-3), each partition "
                          f"count: lower by less than {GAIN_LITTLE:.0%}", "printed": "little", "scale": scale,
-           "judged_at": judged_at, "note": note}
+           "judged_at": judged_at, "note": note, "n": None, "interval": None}
     if not measured:
         row.update(this_testbed=None, verdict="not measured at this scale: no Pulsar flush and no-flush pair at one "
                                               "partition count")
     else:
-        gains = {p: 1 - value_of("pulsar", "no flush", "publish_p99", p) / value_of("pulsar", "flush", "publish_p99", p)
-                 for p in measured}
-        shown = ", ".join(f"{p} p: {-g:+.1%}" for p, g in gains.items())
-        big = {p: g for p, g in gains.items() if g >= GAIN_LITTLE}
-        if big:
-            v = "differs: no flush lowers it by " + ", ".join(f"{g:.0%} at {p} partition(s)" for p, g in big.items())
+        # the change of no flush against flush: no flush / flush - 1, its interval from the cells' (intervals.ratio)
+        change = {p: (pairs[p][1].median / pairs[p][0].median - 1,
+                      *(x - 1 for x in iv.ratio(pairs[p][1], pairs[p][0]))) for p in measured}
+        n = iv.smallest_n(*(c for p in measured for c in pairs[p]))
+        # gains little: no flush / flush above 1 - GAIN_LITTLE
+        judged = {p: iv.judge(iv.ratio(pairs[p][1], pairs[p][0]), iv.above(1 - GAIN_LITTLE, strict=True))
+                  for p in measured}
+        shown = ", ".join(f"{p} p: {change[p][0]:+.1%}" for p in measured)
+        v = iv.combine(judged.values())
+        if v == iv.DIFFERS:
+            v = "differs: no flush lowers it by " + ", ".join(
+                f"{-change[p][0]:.0%} at {p} partition(s)" for p in measured if judged[p] == iv.DIFFERS)
+        elif v == iv.NOT_SEPARABLE:
+            v = iv.not_separable("no flush lowers it by " + ", ".join(
+                f"{-change[p][2]:.0%} to {-change[p][1]:.0%} at {p} partition(s)" for p in measured
+                if judged[p] == iv.NOT_SEPARABLE) + f", across the {GAIN_LITTLE:.0%} bound")
         else:
             v = "holds" + (f" at {', '.join(map(str, measured))} partition(s) ({', '.join(map(str, missing))} need the "
                            "aws scale)" if missing and not study else "")
-        row.update(this_testbed=shown, verdict=v)
+        row.update(this_testbed=shown, verdict=v if study else iv.mark(v, n), n=n,
+                   interval=None if study else ", ".join(
+                       f"{p} p: " + iv.range_text(change[p][0], change[p][1], change[p][2], "+.1%", "", n)
+                       for p in measured))
     out.append(row)
     for cid, q in QUOTED.items():
         (sa, sb), (ma, mb) = q["system"], q["mode"]
-        a, b = value_of(sa, ma, q["metric"], 1), value_of(sb, mb, q["metric"], 1)
+        a, b = _reps(value_of(sa, ma, q["metric"], 1)), _reps(value_of(sb, mb, q["metric"], 1))
         r = {"claim_id": cid, "headline": q["headline"], "comparison": q["comparison"], "printed": q["printed"],
-             "scale": scale, "judged_at": judged_at, "note": note}
-        if a is None or b is None or not b:
+             "scale": scale, "judged_at": judged_at, "note": note, "n": None, "interval": None}
+        if not a or not b or not all(b):
             what = " and ".join(f"{SYSTEM_NAME[sy]} ({m})" for sy, m, v in ((sa, ma, a), (sb, mb, b)) if not v)
             what += f" {q['metric'].replace('_', ' ')} at 1 partition"
             r.update(this_testbed=None, verdict=(f"not re-derivable: studies.csv transcribes no {what}"
                                                  if study else f"not measured at this scale: no run of {what}"))
         else:
-            shown, v = pair_verdict(a, b, q["pair"][0] / q["pair"][1])
-            r.update(this_testbed=shown, verdict=v)
+            j = pair_judgement(a, b, q["pair"][0] / q["pair"][1])
+            r.update(this_testbed=j["shown"], verdict=j["verdict"] if study else iv.mark(j["verdict"], j["n"]),
+                     n=j["n"], interval=None if study else j["interval"])
         out.append(r)
     if study:
         out[1]["note"] = ("the sentence's numbers are not the tables' (§002.4: p99 4.003 / 3.783, p99.9 4.095 / 3.928; "
@@ -318,7 +418,7 @@ def _number_rows(scale: str, judged_at: str, value_of, note: str = "") -> list[d
 def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     """The main claim of §002.4 per system, durability and metric: on the study's printed numbers, then on each
     testbed with E002-LAT runs (their partition counts as the study names them; a run's real count is in the runs
-    table)."""
+    table), judged over each cell's repetitions (analysis.intervals)."""
     def printed(system, mode, metric):
         return {p["partitions"]: p["value"] for p in pub if (p["system"], p["mode"], p["metric"]) == (system, mode, metric)}
 
@@ -344,15 +444,14 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
             for r in at:
                 if (r["system"], r["mode"]) == (system, mode) and r[col] is not None:
                     vals.setdefault(r["partitions"], []).append(r[col])
-            return {p: sorted(v)[len(v) // 2] for p, v in vals.items()}  # the median over repetitions
+            return vals  # every repetition of each partition count
 
         out += _claim_rows(tb, judged, measured, lambda s, m, at=at: f"{sum(1 for r in at if (r['system'], r['mode']) == (s, m))} run(s)")
 
         def measured_value(system, mode, metric, partitions, at=at):
             col = {"publish_p99": "publish_p99_ms", "publish_avg": "publish_avg_ms"}[metric]
-            vals = sorted(r[col] for r in at if (r["system"], r["mode"], r["partitions"]) == (system, mode, partitions)
-                          and r[col] is not None)
-            return vals[len(vals) // 2] if vals else None  # the median over repetitions
+            return [r[col] for r in at if (r["system"], r["mode"], r["partitions"]) == (system, mode, partitions)
+                    and r[col] is not None]  # every repetition
 
         out += _number_rows(tb, judged, measured_value)
     if not rows:

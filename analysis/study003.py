@@ -27,8 +27,8 @@ from pathlib import Path
 
 import altair as alt
 
-from . import InputError, cli
-from .claims import verdict
+from . import InputError, cli, intervals as iv
+from .claims import verdict, verdict_region
 from .figures import save_chart
 from .report import write_table
 
@@ -38,9 +38,12 @@ STUDY_LABEL = "study 003 (published: Pulsar 2.10, 1 broker, AWS)"
 TABLE_COLS = ["source", "testbed", "system", "layout", "study_consumers", "consumers", "connection_time_s",
               "never_connected", "e2e_p50_s", "e2e_p99_s", "lost", "file"]
 MD_COLS = [c for c in TABLE_COLS if c != "file"]  # the paper's table; the CSV names each run's file
-CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "testbed", "consumers", "judged_at",
-              "verdict", "note"]
-MD_CLAIM_COLS = ["claim", "printed", "unit", "this_testbed", "testbed", "judged_at", "verdict", "note"]
+# n: the repetitions of the cell judged (runs of one size and layout); interval: their median [min–max]
+# (analysis.intervals); a verdict from one run says "(1 run)"
+CLAIM_COLS = ["claim", "study_consumers", "metric", "printed", "unit", "this_testbed", "n", "interval", "testbed",
+              "consumers", "judged_at", "verdict", "note"]
+MD_CLAIM_COLS = ["claim", "printed", "unit", "this_testbed", "n", "interval", "testbed", "judged_at", "verdict", "note"]
+TOLERANCE_PCT = 10.0  # a study number matches within 10 % (or rounding to its printed digits)
 _WL = re.compile(r"^1-topic-1-partition-10kb-1p-(?:1c-(?P<subs>\d+)ksub|(?P<cons>\d+)kc-shared)-1$")
 
 
@@ -140,11 +143,36 @@ def judged_at(run: dict, n: int, testbed: str) -> str:
     return f"judged at {_n(run['consumers'])} consumers, nearest to {_n(n)} measured on {testbed}"
 
 
+def repetitions(candidates: list[dict], run: dict) -> list[dict]:
+    """The runs of `candidates` (one testbed's) of the same consumer count and layout as `run`: the repetitions of
+    the cell a claim is judged on."""
+    return [r for r in candidates if r["consumers"] == run["consumers"] and r["layout"] == run["layout"]]
+
+
+def judge_value(printed: str, bound: str, cell) -> str:
+    """The verdict of one study number on the repetitions' interval (analysis.intervals; cell: their values):
+    a lower bound holds when every run is at or above it; a number within 10 % (or rounding) of every run matches,
+    outside it for every run differs (claims.verdict's words on the median); otherwise not separable at this scale."""
+    if cell is None:
+        return "does not hold here" if bound == "lower bound" else "no value in the runs"
+    if bound == "lower bound":
+        v = iv.at_least(cell, float(printed))
+        if v == iv.NOT_SEPARABLE:
+            return iv.not_separable(f"the runs' {iv.span(cell.lo, cell.hi, '.3g')} s straddle the printed {printed} s")
+        return "holds" if v == iv.HOLDS else "does not hold here"
+    v = iv.judge(cell.judged, verdict_region(printed, approx=True, tol_pct=TOLERANCE_PCT))
+    if v == iv.NOT_SEPARABLE:
+        return iv.not_separable(f"the runs' {iv.span(*cell.judged, '.3g')} s straddle the edge of "
+                                f"{printed} s +/-{TOLERANCE_PCT:g}%")
+    return verdict(printed, cell.median, approx=True, tol_pct=TOLERANCE_PCT)[0]
+
+
 def claims(pub: list[dict], ours: list[dict]) -> list[dict]:
     """The study's numbers beside this project's Pulsar runs, one row per study number and testbed. A testbed
     without a run of the study's consumer count (the local ladder stops at 1 000) is judged at its measured size
-    nearest to it (nearest_run), and the row says so in `judged_at`. A testbed without any Pulsar fan-out run
-    gives one 'not run' row."""
+    nearest to it (nearest_run), and the row says so in `judged_at`; every repetition of that size and layout is
+    judged (judge_value: over their interval, analysis.intervals), the row gives n and their median [min–max], and a
+    verdict from one run says "(1 run)". A testbed without any Pulsar fan-out run gives one 'not run' row."""
     out = []
     testbeds = sorted({r["testbed"].removesuffix(" (suspect)") for r in ours if r["system"] == "pulsar"})
     for pt in pub:
@@ -155,7 +183,8 @@ def claims(pub: list[dict], ours: list[dict]) -> list[dict]:
             bound = pt["bound"].get(key, "")
             printed = f"{pt[key]:g}"
             claim = f"{n // 1000}K consumers: {metric}" + (f" ({bound})" if bound else "")
-            base = {"claim": claim, "study_consumers": n, "metric": metric, "printed": printed, "unit": unit}
+            base = {"claim": claim, "study_consumers": n, "metric": metric, "printed": printed, "unit": unit,
+                    "n": None, "interval": None}
             if not testbeds:
                 out.append({**base, "this_testbed": None, "testbed": "", "consumers": None,
                             "judged_at": "", "verdict": "not run on any testbed here", "note": ""})
@@ -168,16 +197,20 @@ def claims(pub: list[dict], ours: list[dict]) -> list[dict]:
                     out.append({**base, "this_testbed": None, "testbed": tb, "consumers": None, "judged_at": "",
                                 "verdict": f"no Pulsar run on {tb} measured the {metric}", "note": ""})
                     continue
-                ours_v = run[key]
-                if bound == "lower bound":
-                    v = "holds" if ours_v is not None and ours_v >= pt[key] else "does not hold here"
-                elif bound.startswith("extrapolated"):
-                    v = "connected here" if run["never_connected"] == 0 else "did not connect here either"
+                reps = repetitions(usable, run)
+                cell = iv.of(r[key] for r in reps)
+                if bound.startswith("extrapolated"):
+                    connected = sum(1 for r in reps if r["never_connected"] == 0)
+                    v = ("connected here" if connected == len(reps) else "did not connect here either" if not connected
+                         else iv.not_separable(f"connected in {connected} of {len(reps)} runs"))
                 else:
-                    v = verdict(printed, ours_v, approx=True, tol_pct=10.0)[0]
-                note = run["layout"] + (f"; {run['never_connected']} never connected" if run["never_connected"] else "")
-                out.append({**base, "this_testbed": ours_v, "testbed": run["testbed"], "consumers": run["consumers"],
-                            "judged_at": judged_at(run, n, tb), "verdict": v, "note": note})
+                    v = judge_value(printed, bound, cell)
+                never = [r["never_connected"] for r in reps if r["never_connected"]]
+                note = run["layout"] + (f"; {'/'.join(map(str, never))} never connected" if never else "")
+                out.append({**base, "this_testbed": None if cell is None else cell.median, "testbed": run["testbed"],
+                            "consumers": run["consumers"], "judged_at": judged_at(run, n, tb),
+                            "n": len(reps), "interval": None if cell is None else cell.text(".3g"),
+                            "verdict": iv.mark(v, len(reps)), "note": note})
     return out
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import altair as alt
 
-from . import InputError
+from . import InputError, intervals as iv
 from .study002 import load_runs, study_main
 
 FIGURE_IDS = ["study004-maxtput", "study004-latency"]
@@ -68,8 +68,9 @@ MD_RUN_COLUMNS = [("testbed", "testbed", 6), ("experiment", "experiment", 8), ("
                   ("publish p50", "publish_p50_ms", 5), ("publish p99", "publish_p99_ms", 5),
                   ("publish p99.9", "publish_p99_9_ms", 5), ("publish p99.99", "publish_p99_99_ms", 5),
                   ("publish max", "publish_max_ms", 5), ("drain msg/s", "drain_msgps", 6), ("lost", "lost", 4)]
-MD_CLAIM_COLUMNS = [("headline", "headline", 8), ("comparison", "comparison", 14), ("scale", "scale", 6),
-                    ("this testbed", "this_testbed", 9), ("verdict", "verdict", 14)]
+MD_CLAIM_COLUMNS = [("headline", "headline", 7), ("comparison", "comparison", 12), ("scale", "scale", 5),
+                    ("this testbed", "this_testbed", 8), ("n", "n", 2), ("interval", "interval", 8),
+                    ("verdict", "verdict", 12)]
 
 
 # ---------------------------------------------------------------- runs
@@ -154,14 +155,12 @@ def ratio_verdict(ratio: float, target: float, approx: bool = False, bound: str 
     return f"differs: opposite direction ({ratio:.2f}x)"
 
 
-def _row(cid, headline, comparison, printed_, scale, judged_at, value, verdict, note=""):
+def _row(cid, headline, comparison, printed_, scale, judged_at, value, verdict, note="", n=None, interval=None):
+    """One claims row; n: the fewest repetitions of a cell it judged (1 for the study's printed numbers), interval:
+    the judged value's median [min–max] (analysis.intervals)."""
     return {"claim_id": cid, "headline": headline, "comparison": comparison, "printed": printed_, "scale": scale,
-            "judged_at": judged_at, "this_testbed": value, "verdict": verdict, "note": note}
-
-
-def _median(vals):
-    vals = sorted(v for v in vals if v is not None)
-    return vals[len(vals) // 2] if vals else None
+            "judged_at": judged_at, "this_testbed": value, "n": n, "interval": interval, "verdict": verdict,
+            "note": note}
 
 
 def base_testbed(testbed: str) -> str:
@@ -232,8 +231,12 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
                    "value", f"{t2[KAFKA]:g} / {k999:g} ms" if t2[KAFKA] and k999 else "n/a"),
     }
 
-    def row(cid, scale, judged_at, value, verdict, note=""):
-        return _row(cid, HEADLINES[cid], spec[cid][0], spec[cid][1], scale, judged_at, value, verdict, note)
+    def row(cid, scale, judged_at, value, verdict, note="", n=None, interval=None):
+        # the study's printed numbers: one value per cell (n = 1, no interval)
+        if scale == STUDY_SCALE and value is not None:
+            n = 1
+        return _row(cid, HEADLINES[cid], spec[cid][0], spec[cid][1], scale, judged_at, value, verdict, note, n,
+                    interval)
 
     # the study's own numbers
     s = STUDY_SCALE
@@ -269,113 +272,201 @@ def claims(rows: list[dict], pub: list[dict]) -> list[dict]:
     return out
 
 
+def _cell(rs: list[dict], col: str):
+    """The repetitions of one configuration's column as an interval (analysis.intervals), None without a value."""
+    return iv.of(r[col] for r in rs)
+
+
+def _positive(*cells) -> bool:
+    return all(c is not None and c.median > 0 for c in cells)
+
+
+def ratio_judgement(a, b, target: float, approx: bool = False, bound: str = "") -> tuple[str, str, int]:
+    """(verdict, interval text, n) of "A is <target>x B" over the two cells' repetitions: the ratio's interval
+    (analysis.intervals.ratio: A's low over B's high … A's high over B's low) holds when it lies at or above the
+    target (approx: at or above target - APPROX), differs when below, and is not separable at this scale when it
+    straddles it. The texts are ratio_verdict's on the medians' ratio. bound as in ratio_verdict: "lower" (A's
+    maximum capped: a ratio below the target is not separable), "upper" (B's capped: only a ratio wholly at or
+    below 1 differs)."""
+    r = a.median / b.median
+    lo, hi = iv.ratio(a, b)
+    n = iv.smallest_n(a, b)
+    text = iv.range_text(r, lo, hi, ".2f", "x", n)
+    thr = target * (1 - APPROX) if approx else target
+    if bound == "lower":
+        if lo >= thr:
+            return ratio_verdict(r, target, approx, bound), text, n
+        return (ratio_verdict(r, target, approx, bound) if r < thr else iv.not_separable(
+            f"the ratio is at least {lo:.2f}x to {hi:.2f}x (a maximum was capped by the rate search)")), text, n
+    if bound == "upper":
+        if hi <= 1:
+            return ratio_verdict(r, target, approx, bound), text, n
+        return (ratio_verdict(r, target, approx, bound) if r > 1 else iv.not_separable(
+            f"the ratio is at most {lo:.2f}x to {hi:.2f}x (a maximum was capped by the rate search)")), text, n
+    v = iv.judge((lo, hi), iv.above(thr))
+    if v == iv.NOT_SEPARABLE:
+        return iv.not_separable(f"the ratio lies between {lo:.2f}x and {hi:.2f}x (claimed "
+                                f"{'~' if approx else ''}{target:g}x)"), text, n
+    if v == iv.DIFFERS and iv.judge((lo, hi), iv.above(1.0, strict=True)) == iv.NOT_SEPARABLE:
+        return (f"differs: size does not hold ({r:.2f}x, claimed {'~' if approx else ''}{target:g}x); the direction is "
+                f"{iv.NOT_SEPARABLE} ({lo:.2f}x to {hi:.2f}x)"), text, n
+    return ratio_verdict(r, target, approx), text, n
+
+
 def _testbed_claims(rows, tb, row, kafka_t2) -> list[dict]:
-    """One testbed's rows; kafka_t2: Kafka's printed T2 (p99, p99.9) in ms, or None."""
+    """One testbed's rows, each judged over the repetitions of its configurations (analysis.intervals; n and
+    interval in the row, '(1 run)' on a verdict from one run); kafka_t2: Kafka's printed T2 (p99, p99.9) in ms, or
+    None."""
     out = []
+
+    def judged(cid, judged_at, value, verdict, n, interval, note=""):
+        out.append(row(cid, tb, judged_at, value, iv.mark(verdict, n), note, n=n, interval=interval))
+
     # H1: maximum throughput on one partition (rate search; a maximum at the search's ceiling is a lower bound)
     a, b = _pick(rows, tb, "E004-T1C1", NO_JOURNAL), _pick(rows, tb, "E004-T1C1", KAFKA)
-    if a and b and _median(r["achieved_msgps"] for r in a) and _median(r["achieved_msgps"] for r in b):
-        va, vb = _median(r["achieved_msgps"] for r in a), _median(r["achieved_msgps"] for r in b)
-        ca, cb = any(r["ceiling_reached"] for r in a), any(r["ceiling_reached"] for r in b)
-        bound = "both" if ca and cb else "lower" if ca else "upper" if cb else ""
-        ratio = va / vb
+    ca, cb = _cell(a, "achieved_msgps"), _cell(b, "achieved_msgps")
+    if _positive(ca, cb):
+        va, vb = ca.median, cb.median
+        capa, capb = any(r["ceiling_reached"] for r in a), any(r["ceiling_reached"] for r in b)
+        bound = "both" if capa and capb else "lower" if capa else "upper" if capb else ""
         mb = a[0]["message_bytes"] / MIB
-        shown = f"{va * mb:.1f} / {vb * mb:.1f} MB/s = {ratio:.2f}x" + (" (ceiling reached)" if bound else "")
-        v = ("not separable at this scale: both systems reached the rate search's ceiling" if bound == "both"
-             else ratio_verdict(ratio, 2.5, bound=bound))
-        out.append(row("004-H1", tb, f"{tb}: {_shape(a + b)}", shown, v, f"{len(a)} + {len(b)} run(s)"))
+        shown = f"{va * mb:.1f} / {vb * mb:.1f} MB/s = {va / vb:.2f}x" + (" (ceiling reached)" if bound else "")
+        v, text, n = ratio_judgement(ca, cb, 2.5, bound="" if bound == "both" else bound)
+        if bound == "both":
+            v = "not separable at this scale: both systems reached the rate search's ceiling"
+        judged("004-H1", f"{tb}: {_shape(a + b)}", shown, v, n, text, f"{len(a)} + {len(b)} run(s)")
     else:
         out.append(row("004-H1", tb, "", None, _missing(tb, "E004-T1C1", f"{NO_JOURNAL} and {KAFKA}")))
     # H2: P99.99 of publish latency at the fixed rate
     a, b = _pick(rows, tb, "E004-T2", NO_JOURNAL), _pick(rows, tb, "E004-T2", KAFKA)
     if a and b:
-        n = min((r["publish_samples"] or 0) for r in a + b)
-        pa, pb = _median(r["publish_p99_99_ms"] for r in a), _median(r["publish_p99_99_ms"] for r in b)
-        if n < MIN_P9999_SAMPLES or not pa or not pb:
+        n_samples = min((r["publish_samples"] or 0) for r in a + b)
+        pa, pb = _cell(a, "publish_p99_99_ms"), _cell(b, "publish_p99_99_ms")
+        if n_samples < MIN_P9999_SAMPLES or not _positive(pa, pb):
             out.append(row("004-H2", tb, f"{tb}: {_shape(a + b)}", None,
-                           f"not measured at this scale: {n:,} publish samples in a run, fewer than the "
+                           f"not measured at this scale: {n_samples:,} publish samples in a run, fewer than the "
                            f"{MIN_P9999_SAMPLES:,} a P99.99 needs"))
         else:
-            ratio = pb / pa
-            shown = f"Kafka {pb:.2f} ms / Pulsar {pa:.2f} ms = {ratio:.1f}x"
-            v = ratio_verdict(ratio, 100)
-            if pa >= 10 and v.startswith("holds"):
-                v = f"differs: Pulsar's P99.99 is not single-digit ({pa:.1f} ms)"
-            out.append(row("004-H2", tb, f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)", shown, v,
-                           f"{n:,} samples in the smallest run"))
+            shown = f"Kafka {pb.median:.2f} ms / Pulsar {pa.median:.2f} ms = {pb.median / pa.median:.1f}x"
+            v, text, n = ratio_judgement(pb, pa, 100)
+            single = iv.at_most(pa, 10.0, strict=True)  # and Pulsar's single-digit
+            if v.startswith("holds") and single == iv.DIFFERS:
+                v = f"differs: Pulsar's P99.99 is not single-digit ({pa.median:.1f} ms)"
+            elif v.startswith("holds") and single == iv.NOT_SEPARABLE:
+                v = iv.not_separable(f"Pulsar's P99.99 ({iv.span(pa.lo, pa.hi, '.1f')} ms) straddles 10 ms")
+            judged("004-H2", f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)", shown, v, n, text,
+                   f"{n_samples:,} samples in the smallest run")
     else:
         out.append(row("004-H2", tb, "", None, _missing(tb, "E004-T2", f"{NO_JOURNAL} and {KAFKA}")))
     # H3 and H5: catch-up read rate and chase time (Pulsar: no journal if run, else with journal; the study does
     # not say which variant)
     pul = _pick(rows, tb, "E004-T3", NO_JOURNAL) or _pick(rows, tb, "E004-T3", JOURNAL)
     kaf = _pick(rows, tb, "E004-T3", KAFKA)
-    ra, rb = _median(r["drain_msgps"] for r in pul), _median(r["drain_msgps"] for r in kaf)
-    if ra and rb:
-        out.append(row("004-H3", tb, f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
-                       f"{ra:,.0f} / {rb:,.0f} msg/s = {ra / rb:.2f}x", ratio_verdict(ra / rb, 1.5)))
+    ra, rb = _cell(pul, "drain_msgps"), _cell(kaf, "drain_msgps")
+    if _positive(ra, rb):
+        v, text, n = ratio_judgement(ra, rb, 1.5)
+        judged("004-H3", f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
+               f"{ra.median:,.0f} / {rb.median:,.0f} msg/s = {ra.median / rb.median:.2f}x", v, n, text)
     else:
         out.append(row("004-H3", tb, "", None, _missing(tb, "E004-T3", "Pulsar and Kafka with a drain rate")))
-    ta, tb_ = _median(r["chase_time_s"] for r in pul), _median(r["chase_time_s"] for r in kaf)
-    if ta and tb_:
-        out.append(row("004-H5", tb, f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
-                       f"{tb_:.1f} s / {ta:.1f} s = {tb_ / ta:.2f}x", ratio_verdict(tb_ / ta, 2.5, approx=True)))
+    ta, tk = _cell(pul, "chase_time_s"), _cell(kaf, "chase_time_s")
+    if _positive(ta, tk):
+        v, text, n = ratio_judgement(tk, ta, 2.5, approx=True)
+        judged("004-H5", f"{tb}: {_shape(pul + kaf)}, {pul[0]['configuration']}",
+               f"{tk.median:.1f} s / {ta.median:.1f} s = {tk.median / ta.median:.2f}x", v, n, text)
     else:
         out.append(row("004-H5", tb, "", None, _missing(tb, "E004-T3", "Pulsar and Kafka with a chase time")))
     # H4: the 100-partition maxima; a run that kept up with the offered rate has not shown its maximum
     a, b = _pick(rows, tb, "E004-T1C2", NO_JOURNAL), _pick(rows, tb, "E004-T1C2", KAFKA)
-    va, vb = _median(r["achieved_msgps"] for r in a), _median(r["achieved_msgps"] for r in b)
-    if va and vb:
+    ca, cb = _cell(a, "achieved_msgps"), _cell(b, "achieved_msgps")
+    if _positive(ca, cb):
         kept = [r["configuration"] for r in a + b if r["offered_msgps"] and r["achieved_msgps"] >= 0.97 * r["offered_msgps"]]
-        less = 1 - vb / va
-        shown = f"1 - {vb:,.0f} / {va:,.0f} msg/s = {less:.1%}"
+        less = 1 - cb.median / ca.median
+        lo, hi = iv.ratio(cb, ca)  # Kafka / Pulsar; "less hardware" = 1 - it
+        n = iv.smallest_n(ca, cb)
+        shown = f"1 - {cb.median:,.0f} / {ca.median:,.0f} msg/s = {less:.1%}"
         if kept:
             v = f"not separable at this scale: {' and '.join(sorted(set(kept)))} kept up with the offered rate"
         else:
-            v = "holds" if less >= 0.32 - 0.005 else (f"differs: {less:.1%} less" if less > 0 else
-                                                      f"differs: opposite direction ({-less:.1%} more)")
-        out.append(row("004-H4", tb, f"{tb}: {_shape(a + b)}", shown, v))
+            cat = iv.judge((lo, hi), iv.below(1 - (0.32 - 0.005)))
+            if cat == iv.HOLDS:
+                v = "holds"
+            elif cat == iv.NOT_SEPARABLE:
+                v = iv.not_separable(f"1 - Kafka / Pulsar lies between {1 - hi:.1%} and {1 - lo:.1%} (claimed 32 %)")
+            else:
+                v = f"differs: {less:.1%} less" if less > 0 else f"differs: opposite direction ({-less:.1%} more)"
+        judged("004-H4", f"{tb}: {_shape(a + b)}", shown, v, n, iv.range_text(less, 1 - hi, 1 - lo, ".1%", "", n))
     else:
         out.append(row("004-H4", tb, "", None, _missing(tb, "E004-T1C2", f"{NO_JOURNAL} and {KAFKA}")))
     # H6: the conclusion's p99 bounds at the fixed rate, both Pulsar configurations
     a, b = _pick(rows, tb, "E004-T2", NO_JOURNAL), _pick(rows, tb, "E004-T2", JOURNAL)
-    pa, pb = _median(r["publish_p99_ms"] for r in a), _median(r["publish_p99_ms"] for r in b)
-    if pa and pb:
-        out.append(row("004-H6", tb, f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)",
-                       f"{pa:.2f} / {pb:.2f} ms", p99_bound_verdict({NO_JOURNAL: pa, JOURNAL: pb})))
+    pa, pb = _cell(a, "publish_p99_ms"), _cell(b, "publish_p99_ms")
+    if _positive(pa, pb):
+        n = iv.smallest_n(pa, pb)
+        judged("004-H6", f"{tb}: {_shape(a + b)} (the study: 100 partitions at 500 000 msg/s)",
+               f"{pa.median:.2f} / {pb.median:.2f} ms", p99_bound_verdict({NO_JOURNAL: pa, JOURNAL: pb}), n,
+               f"{pa.text('.2f')} / {pb.text('.2f')} ms")
     else:
         out.append(row("004-H6", tb, "", None, _missing(tb, "E004-T2", f"{NO_JOURNAL} and {JOURNAL}")))
     # H7: Kafka's printed p99 and p99.9 at the fixed rate
     k = _pick(rows, tb, "E004-T2", KAFKA)
-    k99, k999 = _median(r["publish_p99_ms"] for r in k), _median(r["publish_p99_9_ms"] for r in k)
-    if k and k99 and k999:
-        n = min((r["publish_samples"] or 0) for r in k)
-        shown = f"p99 {k99:.2f} ms, p99.9 {k999:.2f} ms"
-        if n < MIN_P999_SAMPLES:
-            v = (f"not measured at this scale: {n:,} publish samples in a run, fewer than the {MIN_P999_SAMPLES:,} a "
-                 "P99.9 needs")
+    k99, k999 = _cell(k, "publish_p99_ms"), _cell(k, "publish_p99_9_ms")
+    if k and _positive(k99, k999):
+        n_samples = min((r["publish_samples"] or 0) for r in k)
+        n = iv.smallest_n(k99, k999)
+        shown = f"p99 {k99.median:.2f} ms, p99.9 {k999.median:.2f} ms"
+        text = f"p99 {k99.text('.2f')}, p99.9 {k999.text('.2f')} ms"
+        note = f"{n_samples:,} samples in the smallest run; absolute latencies, of another machine at another rate"
+        at = f"{tb}: {_shape(k)} (the study: 100 partitions at 500 000 msg/s)"
+        if n_samples < MIN_P999_SAMPLES:
+            out.append(row("004-H7", tb, at, shown, f"not measured at this scale: {n_samples:,} publish samples in a "
+                           f"run, fewer than the {MIN_P999_SAMPLES:,} a P99.9 needs", note, n=n, interval=text))
         elif kafka_t2 is None:
-            v = "not judged: studies.csv has no printed T2 p99 / p99.9 for Kafka"
+            out.append(row("004-H7", tb, at, shown, "not judged: studies.csv has no printed T2 p99 / p99.9 for Kafka",
+                           note, n=n, interval=text))
         else:
-            v = values_verdict({"p99": (k99, kafka_t2[0]), "p99.9": (k999, kafka_t2[1])})
-        out.append(row("004-H7", tb, f"{tb}: {_shape(k)} (the study: 100 partitions at 500 000 msg/s)", shown, v,
-                       f"{n:,} samples in the smallest run; absolute latencies, of another machine at another rate"))
+            judged("004-H7", at, shown, values_verdict({"p99": (k99, kafka_t2[0]), "p99.9": (k999, kafka_t2[1])}), n,
+                   text, note)
     else:
         out.append(row("004-H7", tb, "", None, _missing(tb, "E004-T2", KAFKA)))
     return sorted(out, key=lambda r: r["claim_id"])
 
 
+def _as_cell(v):
+    """A value or an interval (analysis.intervals) as an interval."""
+    return v if isinstance(v, iv.Interval) else iv.of([v])
+
+
 def p99_bound_verdict(p99: dict) -> str:
-    """The T2 conclusion on {configuration: publish p99 ms}: each below its bound (T2_P99_BOUND)."""
-    over = [f"{c} {v:.2f} ms is not below {T2_P99_BOUND[c]:g}" for c, v in p99.items() if not v < T2_P99_BOUND[c]]
-    return "holds" if not over else "differs: " + "; ".join(over)
+    """The T2 conclusion on {configuration: publish p99 ms, or its repetitions' interval}: each below its bound
+    (T2_P99_BOUND), judged over the interval (analysis.intervals.at_most): holds, differs, or not separable."""
+    cells = {c: _as_cell(v) for c, v in p99.items()}
+    cat = {c: iv.at_most(x, T2_P99_BOUND[c], strict=True) for c, x in cells.items()}
+    v = iv.combine(cat.values())
+    if v == iv.HOLDS:
+        return "holds"
+    if v == iv.DIFFERS:
+        return "differs: " + "; ".join(f"{c} {cells[c].median:.2f} ms is not below {T2_P99_BOUND[c]:g}"
+                                       for c in cells if cat[c] == iv.DIFFERS)
+    return iv.not_separable("; ".join(f"{c} {iv.span(cells[c].judged[0], cells[c].judged[1], '.2f')} ms straddles "
+                                      f"{T2_P99_BOUND[c]:g}" for c in cells if cat[c] == iv.NOT_SEPARABLE))
 
 
 def values_verdict(values: dict) -> str:
-    """Measured values against printed ones ({name: (measured, printed)}): holds when each lies within +/-APPROX."""
-    off = {k: (m - p) / p for k, (m, p) in values.items() if abs(m - p) > APPROX * p}
-    if not off:
+    """Measured values against printed ones ({name: (measured value or interval, printed)}): holds when each lies
+    within +/-APPROX (over the interval: analysis.intervals.within), differs when one lies wholly outside, else not
+    separable."""
+    cells = {k: (_as_cell(m), p) for k, (m, p) in values.items()}
+    cat = {k: iv.within(m, p, APPROX) for k, (m, p) in cells.items()}
+    v = iv.combine(cat.values())
+    if v == iv.HOLDS:
         return f"holds (each within {APPROX:.0%})"
-    return "differs: " + ", ".join(f"{k} {d:+.0%}" for k, d in off.items())
+    if v == iv.DIFFERS:
+        return "differs: " + ", ".join(f"{k} {(m.median - p) / p:+.0%}" for k, (m, p) in cells.items()
+                                       if cat[k] == iv.DIFFERS)
+    return iv.not_separable(", ".join(f"{k} {(m.judged[0] - p) / p:+.0%} to {(m.judged[1] - p) / p:+.0%}"
+                                      for k, (m, p) in cells.items() if cat[k] == iv.NOT_SEPARABLE)
+                            + f" of the printed value (within {APPROX:.0%} needed)")
 
 
 # ---------------------------------------------------------------- figures

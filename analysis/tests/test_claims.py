@@ -54,6 +54,9 @@ def test_claims_table_counts_and_flags(published_tables):
     assert amb.filter(amb["section"].str.contains("Table 2-15")).height == 5
     assert amb.filter(amb["claim_id"].str.contains("max_tput_100part_2p2c:kafka:L1")).height == 1
     assert cl.filter(cl["verdict"] == "no raw data").height == 5  # dd ×2, fsync ×2, Kafka 2000 partitions 4p
+    # one published file per cell: every row with data shows n = 1 (issue 33), none without
+    assert cl.filter(cl["verdict"] != "no raw data")["n"].to_list() == [1] * 408
+    assert cl.filter(cl["verdict"] == "no raw data")["n"].null_count() == 5
 
 
 def test_summary_table_of_the_e2e_p99_rows(published_tables):
@@ -175,3 +178,21 @@ def test_report_prose_rows_on_the_published_files(published_tables):
         assert rows[cid]["verdict"] == "matches within rounding", cid
     assert rows["P14"]["verdict"] == "differs by -17.3%" and round(rows["P14"]["derived"]) == 26751
     assert rows["P15"]["verdict"].startswith("differs: 1 of 16 cells") and rows["P15"]["derived"] == pytest.approx(15.78)
+
+
+@pytest.mark.parametrize("printed, approx, tol", [("4.73", False, None), ("300", True, 5.0), ("0.68", True, 10.0),
+                                                  ("240", True, 10.0), ("1", True, 10.0), ("19.7", False, None)])
+def test_verdict_region_is_where_verdict_matches(printed, approx, tol):
+    """claims.verdict_region: the values verdict() calls a match, as one region, so that an interval of repetitions
+    can be judged against it (analysis.study003)."""
+    from analysis import intervals
+    region = claims.verdict_region(printed, approx, tol)
+    p = float(printed)
+    for k in range(-400, 401):
+        x = p * (1 + k / 1000) + 1e-12 * k  # ±40 % in 0.1 % steps, never on an exact rounding half
+        matches = claims.verdict(printed, x, approx, tol)[0].startswith("matches")
+        assert region.contains(x) == matches, (printed, x)
+    lo, hi = region.lo, region.hi
+    assert intervals.judge((lo, hi - 1e-9), region) == intervals.HOLDS
+    assert intervals.judge((lo - 1.0, lo - 1e-9), region) == intervals.DIFFERS
+    assert intervals.judge((lo - 1.0, hi), region) == intervals.NOT_SEPARABLE

@@ -123,6 +123,9 @@ def test_claims_on_a_partial_grid(raw):
     f2 = v[("F2", "kafka")]
     assert f2["verdict"] == "supported" and f2["runs_with_loss"] == 5 and f2["lost_total"] == 4000 + 3900 + 4100 + 9900
     assert "L2 power-loss: 3 of 3 runs, up to 4100" in f2["evidence"]
+    # n runs and the lost counts' median [min–max] over them (L2: 4000, 3900, 4100; L4: 5100, 0, 4800)
+    assert (f2["n"], f2["interval"]) == (6, "4050 [0–5100]")
+    assert (v[("F1", "pulsar")]["n"], v[("F1", "pulsar")]["interval"]) == (15, "0 [0–0]")
     assert v[("F2", "pulsar")]["verdict"] == "supported" and "L4 power-loss: 2 of 3 runs" in v[("F2", "pulsar")]["evidence"]
     # F3: no ack-1 kill-leader cell was run on this partial grid
     assert v[("F3", "kafka")]["verdict"] == "not tested" and v[("F3", "pulsar")]["verdict"] == "not tested"
@@ -226,6 +229,9 @@ def test_tables_and_figure(raw, tmp_path):
     assert "| kafka | L1 | ack-2 | sync | 0 (0–0), n=3 | n/a |" in md[2]
     claims_md = (tables / "faults-claims.md").read_text()
     assert claims_md.count("\n") == 2 + 6 and "not tested" in claims_md and "supported" in claims_md
+    assert claims_md.splitlines()[0] == ("| claim_id | claim | system | n | runs_with_loss | lost_total | interval | "
+                                         "verdict | evidence |")
+    assert "| kafka | 6 | 5 | 21900 | 4050 [0–5100] | supported |" in claims_md
     with open(tables / "faults-runs.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == len(faults.read_runs(raw))
     import polars as pl
@@ -275,3 +281,13 @@ def test_the_fault_rule_builds_the_study_alone(raw, tmp_path):
     assert "--raw data/raw --testbed local" in shell and "--derived data/derived" in shell
     inputs = out[out.index("rule analysis_faults"):].split("input:")[1].splitlines()[0]
     assert "local/kafka/L1+stock/1-topic-8-partitions-1kb-1p-1c-2k--power-loss/rep-3.json" in inputs
+
+
+def test_a_verdict_from_one_run_says_so(tmp_path):
+    raw = tmp_path / "raw"
+    write(raw, "kafka", "L2", "power-loss", 1, fault_doc("power-loss", 40, seed=1))
+    write(raw, "kafka", "L4", "kill-leader", 1, fault_doc("kill-leader", 0, seed=2))
+    v = _verdicts(raw)
+    assert v[("F2", "kafka")]["verdict"] == "supported (1 run)" and v[("F2", "kafka")]["interval"] == "40"
+    assert v[("F3", "kafka")]["verdict"] == "not observed in 1 runs" and v[("F3", "kafka")]["n"] == 1
+    assert v[("F1", "kafka")]["verdict"] == "not tested" and v[("F1", "kafka")]["interval"] is None

@@ -144,6 +144,13 @@ def test_study_facts_count_what_the_reference_holds_and_name_a_bad_field(tmp_pat
 def test_claims_md_lists_ambiguities(built):
     md = (built / "tables" / "claims.md").read_text()
     assert "studies.md [ambig]" in md and "no raw data" in md
+    # one published file per cell: n = 1 (issue 33), a narrow column of its own width
+    lines = md.splitlines()
+    assert lines[0] == "| " + " | ".join(report.MD_COLUMNS["claims"]) + " |"
+    assert [len(d) for d in lines[1].strip("|").split("|")] == [3 * w for w in report.MD_WIDTHS["claims"]]
+    n_col = report.MD_COLUMNS["claims"].index("n")
+    cells = [line.strip("|").split(" | ")[n_col].strip() for line in lines[2:]]
+    assert set(cells) == {"1", ""} and cells.count("") == 5  # the 5 rows without raw data have no n
 
 
 def test_mixed_rows_of_the_study_say_which_catch_up_file_stands_in(built):

@@ -73,7 +73,7 @@ def test_runs_read_study_001_files_with_their_configuration(raw):
 
 def test_claims_judge_what_the_sweep_can_show_and_say_what_it_cannot(raw):
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["ING-1"]["verdict"] == "holds" and "max 4.0 ms" in cl["ING-1"]["this_testbed"]
+    assert cl["ING-1"]["verdict"] == "holds (1 run)" and "max 4.0 ms" in cl["ING-1"]["this_testbed"]
     # no point saturated: the maxima are not testable here, and the verdict says so instead of comparing
     for cid in ("ING-2", "ING-4", "DUR-1", "BATCH-1", "TAIL-2", "KEYS-2"):
         assert cl[cid]["verdict"].startswith("not testable at this scale"), cid
@@ -82,11 +82,11 @@ def test_claims_judge_what_the_sweep_can_show_and_say_what_it_cannot(raw):
         assert cl[cid]["verdict"] == "not tested (no runs)", cid
         assert cl[cid]["caveat"].startswith("no study-001 run"), cid
     assert cl["DUR-3"]["verdict"].startswith("holds")  # Kafka (no flush) below Pravega (flush) at both rates
-    assert cl["DUR-5"]["verdict"] == "holds"  # no flush helps 11-14 %
-    assert cl["BATCH-3"]["verdict"] == "holds"  # Pravega 3.05 / 4 ms under Pulsar's 5 ms
-    assert cl["TAIL-1"]["verdict"] == "holds"  # Pulsar e2e p95 14 ms
-    assert cl["KEYS-1-kafka"]["verdict"] == "holds" and cl["KEYS-1-pulsar"]["verdict"] == "does not hold here"
-    assert cl["KEYS-3"]["verdict"] == "holds"  # Pravega keyed / NO_KEY 0.96
+    assert cl["DUR-5"]["verdict"] == "holds (1 run)"  # no flush helps 11-14 %
+    assert cl["BATCH-3"]["verdict"] == "holds (1 run)"  # Pravega 3.05 / 4 ms under Pulsar's 5 ms
+    assert cl["TAIL-1"]["verdict"] == "holds (1 run)"  # Pulsar e2e p95 14 ms
+    assert cl["KEYS-1-kafka"]["verdict"] == "holds (1 run)" and cl["KEYS-1-pulsar"]["verdict"] == "does not hold here (1 run)"
+    assert cl["KEYS-3"]["verdict"] == "holds (1 run)"  # Pravega keyed / NO_KEY 0.96
     assert "local: one machine" in cl["ING-1"]["caveat"]
     # every finding of studies.md §001.4 that the testbed can run has a row (HIST and SCALE are not run)
     assert {c["experiment"] for c in cl.values()} == {"E001-ING", "E001-DUR", "E001-BATCH", "E001-LARGE",
@@ -100,18 +100,18 @@ def test_claims_fail_when_the_data_contradict_them(tmp_path):
         put(raw, "pravega", "L1+stock", W1, rate, result(25.0 if rate == 1000000 else 3.0, rate, pv))
         put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, rate, result(2.0, rate, kf))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["ING-1"]["verdict"] == "does not hold here"
-    assert cl["ING-2"]["verdict"] == "differs by -40%"  # 600K against the study's ~1M
-    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+20%, printed +73%)"
+    assert cl["ING-1"]["verdict"] == "does not hold here (1 run)"
+    assert cl["ING-2"]["verdict"] == "differs by -40% (1 run)"  # 600K against the study's ~1M
+    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+20%, printed +73%) (1 run)"
     assert "+20%" in cl["DUR-1"]["this_testbed"]
     # and one that holds: +80 % when both saturate
     put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, 1000000, result(2.0, 1000000, 333000))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["DUR-1"]["verdict"] == "holds"
+    assert cl["DUR-1"]["verdict"] == "holds (1 run)"
     # Kafka ahead: neither the size nor the direction
     put(raw, "kafka", "L2+stock+batch-128k-1ms", W1, 1000000, result(2.0, 1000000, 700000))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["DUR-1"]["verdict"] == "does not hold here"
+    assert cl["DUR-1"]["verdict"] == "does not hold here (1 run)"
 
 
 def test_a_max_run_makes_the_maxima_testable(raw):
@@ -125,10 +125,10 @@ def test_a_max_run_makes_the_maxima_testable(raw):
     rows = study001.runs(raw)
     assert {r["sweep_point"] for r in rows if r["system"] == "pravega"} >= {"max", "10000", "200000"}
     cl = by_id(study001.claims(rows, study001.published(REFERENCE)))
-    assert cl["ING-2"]["verdict"] == "differs by -99%" and cl["ING-2"]["this_testbed"] == "9,000 e/s"
-    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+50%, printed +73%)"
-    assert cl["TAIL-3"]["verdict"] == "direction holds, size does not (+33%, printed +56%)"
-    assert cl["ING-1"]["verdict"] == "holds"  # 8 ms at the maximum is still single-digit
+    assert cl["ING-2"]["verdict"] == "differs by -99% (1 run)" and cl["ING-2"]["this_testbed"] == "9,000 e/s"
+    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+50%, printed +73%) (1 run)"
+    assert cl["TAIL-3"]["verdict"] == "direction holds, size does not (+33%, printed +56%) (1 run)"
+    assert cl["ING-1"]["verdict"] == "holds (1 run)"  # 8 ms at the maximum is still single-digit
     # the max point is the last of its curve in the figure
     pts = [p for p in study001.points(rows, "study001-tail") if p["series"] == "Pravega (flush)"]
     assert [p["x"] for p in pts] == [200, 4000, 9000]
@@ -195,12 +195,12 @@ def test_maxima_in_one_search_bracket_are_not_separable(raw):
     fixtures.write(raw / "local" / "pravega" / "L1+stock" / wl / "rep-1.json", mx(256_100.0, 256_000.0, 512_000.0))
     fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", mx(255_900.0, 256_000.0, 512_000.0))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["DUR-1"]["verdict"] == "not separable at this scale: both maxima lie in one bracket of the rate search"
+    assert cl["DUR-1"]["verdict"] == "not separable at this scale: both maxima lie in one bracket of the rate search (1 run)"
     assert "[256,000, 512,000)" in cl["DUR-1"]["this_testbed"]
     # brackets apart: Pravega settled a step above Kafka's rejected rate, so the direction is measured
     fixtures.write(raw / "local" / "kafka" / "L2+stock+batch-128k-1ms" / wl / "rep-1.json", mx(128_000.0, 128_000.0, 256_000.0))
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["DUR-1"]["verdict"] == "holds"  # 256 100 / 128 000 = 2.0, above the printed 1.73
+    assert cl["DUR-1"]["verdict"] == "holds (1 run)"  # 256 100 / 128 000 = 2.0, above the printed 1.73
     # a step that failed once and passed on its retry rejects nothing; a measured phase that did not hold does
     d = mx(100_000.0, 81_920.0, 256_000.0)
     rd = d["x-streambench"]["rateDiscovery"]
@@ -262,7 +262,7 @@ def test_highlight_rows_hold_where_the_sweep_shows_them(tmp_path):
     rows = study001.runs(highlight_sweep(tmp_path / "raw"))
     cl = by_id(study001.claims(rows, study001.published(REFERENCE)))
     for cid in HIGHLIGHTS:
-        assert cl[cid]["verdict"] == "holds", (cid, cl[cid])
+        assert cl[cid]["verdict"] == "holds (1 run)", (cid, cl[cid])
     assert cl["DUR-6-noflush"]["this_testbed"] == "500,000 vs 1,000,000 e/s (-50%)"
     assert cl["TAIL-5"]["this_testbed"] == "900,000 vs 500,000 e/s (+80%)"
     assert cl["TAIL-6"]["this_testbed"] == "720,000 vs 200,000 e/s (+260%)"
@@ -277,12 +277,12 @@ def test_highlight_rows_do_not_hold_where_the_sweep_contradicts_them(tmp_path):
                           nobatch_p95=6.0, nobatch_max=900_000, pulsar16_reads=400_000, pulsar_mbps=300,
                           kafka_p95_10kb=300.0)
     cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
-    assert cl["DUR-6-noflush"]["verdict"] == "direction holds, size does not (-30%, printed -40% or less)"
-    assert cl["DUR-6-flush"]["verdict"] == "does not hold here"  # Kafka (flush) above Pravega
-    assert cl["TAIL-5"]["verdict"] == "direction holds, size does not (+29%, printed roughly +80%)"
-    assert cl["TAIL-6"]["verdict"] == "direction holds, size does not (+80%, printed 3.6x)"
-    assert cl["BATCH-4"]["verdict"] == "does not hold here (latency half does not hold, throughput half does not hold)"
-    assert cl["LARGE-16-highlight"]["verdict"] == "does not hold here (Pravega over Pulsar, Kafka p95)"
+    assert cl["DUR-6-noflush"]["verdict"] == "direction holds, size does not (-30%, printed -40% or less) (1 run)"
+    assert cl["DUR-6-flush"]["verdict"] == "does not hold here (1 run)"  # Kafka (flush) above Pravega
+    assert cl["TAIL-5"]["verdict"] == "direction holds, size does not (+29%, printed roughly +80%) (1 run)"
+    assert cl["TAIL-6"]["verdict"] == "direction holds, size does not (+80%, printed 3.6x) (1 run)"
+    assert cl["BATCH-4"]["verdict"] == "does not hold here (latency half does not hold, throughput half does not hold) (1 run)"
+    assert cl["LARGE-16-highlight"]["verdict"] == "does not hold here (Pravega over Pulsar, Kafka p95) (1 run)"
 
 
 def test_highlight_rows_without_runs_say_what_they_need(tmp_path, raw):
@@ -296,9 +296,75 @@ def test_highlight_rows_without_runs_say_what_they_need(tmp_path, raw):
     for cid in ("DUR-6-noflush", "DUR-6-flush", "TAIL-5"):
         assert cl[cid]["verdict"] == "not testable at this scale: the sweep did not saturate both systems", cid
     assert cl["BATCH-4"]["verdict"] == ("latency half holds; throughput half not testable at this scale: the sweep "
-                                        "did not saturate Pulsar (no batch)")
+                                        "did not saturate Pulsar (no batch) (1 run)")
     none = by_id(study001.claims([], study001.published(REFERENCE)))
     assert none["TAIL-6"]["verdict"].startswith("needs aws scale") and none["LARGE-16-highlight"]["verdict"].startswith(
         "needs aws scale")
     for cid in ("DUR-6-noflush", "DUR-6-flush", "BATCH-4", "TAIL-5"):
         assert none[cid]["verdict"] == "not tested (no runs)", cid
+
+
+# ---------------------------------------------------------------- repetitions: verdicts over intervals (issue 33)
+
+def max_reps(raw, system, level_dir, eps_per_rep, p95=8.0):
+    """-max runs (rate discovery) of one configuration, one per repetition, each settling at its rate."""
+    for rep, eps in enumerate(eps_per_rep, start=1):
+        d = result(p95, 0, eps, consumed=eps)
+        d["x-streambench"]["producerRate"]["target"] = None
+        fixtures.write(raw / "local" / system / level_dir / "1-topic-1-partition-100b-1p-1c-keyed-max" / f"rep-{rep}.json", d)
+
+
+def test_three_repetitions_whose_ranges_overlap_are_not_separable(tmp_path):
+    raw = tmp_path / "raw"
+    # Pravega 9 000-10 000, Kafka 5 000-6 000 e/s: the ratio lies between 1.5x and 2.0x, around the printed 1.73x
+    max_reps(raw, "pravega", "L1+stock", [9000.0, 9500.0, 10000.0])
+    max_reps(raw, "kafka", "L2+stock+batch-128k-1ms", [5000.0, 5500.0, 6000.0])
+    # Pravega's write p95 at one rate in three runs: 9, 9.5 and 11 ms, across the single-digit bound
+    for rep, p95 in enumerate((9.0, 9.5, 11.0), start=1):
+        fixtures.write(raw / "local" / "pravega" / "L1+stock" / f"{W1}--rate-10000" / f"rep-{rep}.json",
+                       result(p95, 200, 200))
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    d = cl["DUR-1"]
+    assert d["verdict"] == "not separable at this scale: the ratio lies between 1.50x and 2.00x (printed +73%)"
+    assert (d["n"], d["interval"]) == (3, "1.73x [1.50–2.00]")
+    assert d["this_testbed"] == "9,500 vs 5,500 e/s (+73%)"
+    i = cl["ING-1"]
+    assert i["verdict"] == "not separable at this scale: the runs' p95 straddle 10 ms" and i["n"] == 3
+    assert i["interval"] == "9.5 [9.0–11.0] ms at 200 e/s, 100 B, 1 seg."  # the point that decides
+    md = study001.claims_md(list(cl.values())).splitlines()
+    assert md[0] == "| " + " | ".join(h for h, _, _ in study001.MD_CLAIM_COLUMNS) + " |"
+    assert "| n | interval |" in md[0] and any("| 3 | 1.73x [1.50–2.00] | not separable at this scale" in x for x in md)
+
+
+def test_three_repetitions_with_separated_ranges_hold_or_do_not(tmp_path):
+    raw = tmp_path / "raw"
+    max_reps(raw, "pravega", "L1+stock", [9000.0, 9500.0, 10000.0])
+    max_reps(raw, "kafka", "L2+stock+batch-128k-1ms", [4000.0, 4200.0, 4500.0])  # ratio 2.0x-2.5x
+    cl = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "holds" and cl["DUR-1"]["interval"] == "2.26x [2.00–2.50]"
+    raw2 = tmp_path / "raw2"
+    max_reps(raw2, "pravega", "L1+stock", [9000.0, 9500.0, 10000.0])
+    max_reps(raw2, "kafka", "L2+stock+batch-128k-1ms", [10500.0, 11000.0, 12000.0])  # Kafka ahead in every pairing
+    cl = by_id(study001.claims(study001.runs(raw2), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "does not hold here" and cl["DUR-1"]["n"] == 3
+    # a size the ranges miss while the direction holds in every pairing (ratio 1.13x-1.43x)
+    raw3 = tmp_path / "raw3"
+    max_reps(raw3, "pravega", "L1+stock", [9000.0, 9500.0, 10000.0])
+    max_reps(raw3, "kafka", "L2+stock+batch-128k-1ms", [7000.0, 7500.0, 8000.0])
+    cl = by_id(study001.claims(study001.runs(raw3), study001.published(REFERENCE)))
+    assert cl["DUR-1"]["verdict"] == "direction holds, size does not (+27%, printed +73%)"
+
+
+def test_latency_at_every_common_rate_over_repetitions(tmp_path):
+    raw = tmp_path / "raw"
+    # BATCH-3 at 10 000 e/s: Pravega 3-4 ms, Pulsar 5-6 ms apart (holds); then Pulsar 3.5-6 ms (overlap)
+    for rep, (pv, pu) in enumerate(((3.0, 5.0), (3.5, 5.5), (4.0, 6.0)), start=1):
+        fixtures.write(raw / "local" / "pravega" / "L1+stock" / f"{W1}--rate-10000" / f"rep-{rep}.json", result(pv, 200, 200))
+        fixtures.write(raw / "local" / "pulsar" / "L1+stock+batch-128k-1ms" / f"{W1}--rate-10000" / f"rep-{rep}.json",
+                       result(pu, 200, 200))
+    b3 = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))["BATCH-3"]
+    assert b3["verdict"] == "holds" and b3["n"] == 3
+    fixtures.write(raw / "local" / "pulsar" / "L1+stock+batch-128k-1ms" / f"{W1}--rate-10000" / "rep-1.json",
+                   result(3.5, 200, 200))
+    b3 = by_id(study001.claims(study001.runs(raw), study001.published(REFERENCE)))["BATCH-3"]
+    assert b3["verdict"] == "not separable at this scale: the runs' ranges overlap at 10,000 e/s"

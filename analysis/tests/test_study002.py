@@ -24,8 +24,8 @@ def result(p99_ms: float, e2e_ms: float, rate: float = 1000.0, partitions: int =
     return d
 
 
-def put(raw, system, level, partitions, doc, testbed="local"):
-    return fixtures.write(raw / testbed / system / f"{level}+stock" / wl(partitions) / "rep-1.json", doc)
+def put(raw, system, level, partitions, doc, testbed="local", rep=1):
+    return fixtures.write(raw / testbed / system / f"{level}+stock" / wl(partitions) / f"rep-{rep}.json", doc)
 
 
 @pytest.fixture
@@ -93,11 +93,14 @@ def test_a_sweep_is_judged_holds_or_differs(tmp_path):
         put(raw, "pulsar", "L1", p, result(pul, 9.0 - p / 4, partitions=p), testbed="aws")
         put(raw, "kafka", "L1", p, result(kaf, 3.0 + p, partitions=p), testbed="aws")
     cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "aws")
-    assert cl["002-pulsar-flush-publish-p99"]["verdict"] == "holds"
-    assert cl["002-pulsar-flush-e2e-avg"]["verdict"] == "holds"
-    assert cl["002-kafka-flush-e2e-avg"]["verdict"] == "holds"
+    assert cl["002-pulsar-flush-publish-p99"]["verdict"] == "holds (1 run)"  # one run per cell: not an interval
+    assert cl["002-pulsar-flush-publish-p99"]["n"] == 1
+    # one value per cell (HdrHistogram's highest equivalent value of 4 000 µs: 4.001 ms)
+    assert cl["002-pulsar-flush-publish-p99"]["interval"] == "1 p: 4.001, 6 p: 3.501, 16 p: 3.001 ms"
+    assert cl["002-pulsar-flush-e2e-avg"]["verdict"] == "holds (1 run)"
+    assert cl["002-kafka-flush-e2e-avg"]["verdict"] == "holds (1 run)"
     # Kafka: 3 -> 5 -> 4 ms, up overall but not with every step
-    assert cl["002-kafka-flush-publish-p99"]["verdict"] == "differs: it rises (+33.3 % from 1 to 16 partitions)"
+    assert cl["002-kafka-flush-publish-p99"]["verdict"] == "differs: it rises (+33.3 % from 1 to 16 partitions) (1 run)"
     assert cl["002-pulsar-noflush-publish-p99"]["verdict"] == "not measured at this scale: no Pulsar no flush run"
 
 
@@ -178,9 +181,9 @@ def test_the_studys_own_numbers_on_the_flush_claim_and_the_sentences():
 def test_the_flush_claim_and_the_sentences_hold_on_runs_that_show_them(tmp_path):
     raw = one_partition(tmp_path / "raw")  # no flush 5 % below flush; flush 4.0 vs 3.8 (1.05x); Kafka 6.6 / 3.05 (2.16x)
     cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "local", direction_only=False)
-    assert cl["002-flush-gain"]["verdict"] == "holds at 1 partition(s) (6, 16 need the aws scale)"
-    assert cl["002-flush-p99-1p"]["verdict"] == "holds"
-    assert cl["002-avg-1p"]["verdict"] == "holds", cl["002-avg-1p"]
+    assert cl["002-flush-gain"]["verdict"] == "holds at 1 partition(s) (6, 16 need the aws scale) (1 run)"
+    assert cl["002-flush-p99-1p"]["verdict"] == "holds (1 run)"
+    assert cl["002-avg-1p"]["verdict"] == "holds (1 run)", cl["002-avg-1p"]
     assert cl["002-avg-1p"]["judged_at"] == "local: 1 partition(s) at 1,000 msg/s"
 
 
@@ -188,8 +191,8 @@ def test_the_flush_claim_and_the_sentences_differ_on_runs_that_contradict_them(t
     # no flush 40 % faster at p99 (flush 5.0, no flush 3.0: 1.67x); Kafka's average below Pulsar's
     raw = one_partition(tmp_path / "raw", pulsar_flush=(5.0, 3.0), pulsar_noflush=3.0, kafka_flush=2.0)
     cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "local", direction_only=False)
-    assert cl["002-flush-gain"]["verdict"] == "differs: no flush lowers it by 40% at 1 partition(s)"
-    assert cl["002-flush-p99-1p"]["verdict"] == "differs: direction holds, size does not (1.67x, printed 1.05x)"
+    assert cl["002-flush-gain"]["verdict"] == "differs: no flush lowers it by 40% at 1 partition(s) (1 run)"
+    assert cl["002-flush-p99-1p"]["verdict"] == "differs: direction holds, size does not (1.67x, printed 1.05x) (1 run)"
     assert cl["002-avg-1p"]["verdict"].startswith("differs: opposite direction (0.6")
     # a testbed with Pulsar runs only: the Kafka comparison says what is missing
     raw2 = tmp_path / "raw2"
@@ -197,6 +200,7 @@ def test_the_flush_claim_and_the_sentences_differ_on_runs_that_contradict_them(t
     put(raw2, "pulsar", "L2", 1, result(3.9, 9.0))
     cl = by_key(study002.claims(study002.runs(raw2), study002.published(REFERENCE)), "local", direction_only=False)
     assert cl["002-avg-1p"]["verdict"] == "not measured at this scale: no run of Kafka (flush) publish avg at 1 partition"
+    assert cl["002-avg-1p"]["n"] is None and cl["002-avg-1p"]["interval"] is None
     assert cl["002-flush-gain"]["verdict"].startswith("holds")
 
 
@@ -332,3 +336,79 @@ def test_a_bad_time_series_is_one_error_naming_the_file_and_field(tmp_path, caps
                           "--png-scale", "1"]) == 2
     assert not (tmp_path / "f" / "study002-timeseries.svg").exists()
     assert "x-streambench.timeSeries.publishLatencyP99Ms" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- repetitions: verdicts over intervals (issue 33)
+
+def sweep_with_reps(raw, pulsar_reps: dict, testbed="aws"):
+    """Pulsar (flush) at 1, 6 and 16 partitions, one run per value of pulsar_reps[partitions] (publish p99 in ms)."""
+    for p, values in pulsar_reps.items():
+        for rep, v in enumerate(values, start=1):
+            put(raw, "pulsar", "L1", p, result(v, 9.0 - p / 4, partitions=p), testbed=testbed, rep=rep)
+    return raw
+
+
+def test_three_repetitions_whose_ranges_overlap_are_not_separable(tmp_path):
+    # medians 4.0 -> 3.6 -> 3.0 fall, but the 1- and 6-partition ranges (3.7-4.3, 3.2-3.9) overlap
+    raw = sweep_with_reps(tmp_path / "raw", {1: [3.7, 4.0, 4.3], 6: [3.2, 3.6, 3.9], 16: [2.8, 3.0, 3.1]})
+    cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "aws")
+    r = cl["002-pulsar-flush-publish-p99"]
+    assert r["verdict"] == "not separable at this scale: the runs' ranges at 1 and 6 partitions overlap"
+    # (HdrHistogram's highest equivalent values: 3 700 µs -> 3.701 ms, 4 300 -> 4.303)
+    assert r["n"] == 3 and r["this_testbed"] == "1 p: 4.001, 6 p: 3.601, 16 p: 3.001 ms"
+    assert r["interval"] == "1 p: 4.001 [3.701–4.303], 6 p: 3.601 [3.201–3.901], 16 p: 3.001 [2.801–3.101] ms"
+    # the e2e average of the same runs (9.0 - p/4 in each) is separated: holds, without "(1 run)"
+    assert cl["002-pulsar-flush-e2e-avg"]["verdict"] == "holds"
+
+
+def test_three_repetitions_with_separated_ranges_hold_or_differ(tmp_path):
+    raw = sweep_with_reps(tmp_path / "raw", {1: [4.2, 4.4, 4.5], 6: [3.6, 3.7, 3.9], 16: [2.9, 3.0, 3.1]})
+    assert by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "aws")[
+        "002-pulsar-flush-publish-p99"]["verdict"] == "holds"
+    raw2 = sweep_with_reps(tmp_path / "raw2", {1: [2.9, 3.0, 3.1], 6: [3.6, 3.7, 3.9], 16: [4.2, 4.4, 4.5]})
+    r = by_key(study002.claims(study002.runs(raw2), study002.published(REFERENCE)), "aws")["002-pulsar-flush-publish-p99"]
+    assert r["verdict"] == "differs: it rises (+46.7 % from 1 to 16 partitions)" and r["n"] == 3
+
+
+def test_the_sentences_and_the_flush_claim_over_repetitions(tmp_path):
+    raw = tmp_path / "raw"
+    # flush p99 4.0-4.4, no flush 3.7-4.1: the ratio's interval 0.98x-1.19x straddles 1 (printed 1.05x)
+    for rep, (f, nf) in enumerate(((4.0, 3.7), (4.2, 3.9), (4.4, 4.1)), start=1):
+        put(raw, "pulsar", "L1", 1, result(f, 9.0), rep=rep)
+        put(raw, "pulsar", "L2", 1, result(nf, 9.0), rep=rep)
+    cl = by_key(study002.claims(study002.runs(raw), study002.published(REFERENCE)), "local", direction_only=False)
+    p = cl["002-flush-p99-1p"]
+    assert p["verdict"].startswith("not separable at this scale: the ratio lies between 0.98x and 1.19x"), p
+    assert p["n"] == 3 and p["interval"] == "1.08x [0.98–1.19]"
+    # no flush / flush between 0.84 and 1.03: no flush is less than 20 % below flush in every pairing
+    assert cl["002-flush-gain"]["verdict"] == "holds at 1 partition(s) (6, 16 need the aws scale)"
+    assert cl["002-flush-gain"]["interval"] == "1 p: -7.2% [-15.9% to +2.5%]"
+    # a 30 % gain in some pairings, 3 % in others: not separable
+    raw2 = tmp_path / "raw2"
+    for rep, (f, nf) in enumerate(((4.0, 3.0), (4.2, 3.5), (4.4, 4.0)), start=1):
+        put(raw2, "pulsar", "L1", 1, result(f, 9.0), rep=rep)
+        put(raw2, "pulsar", "L2", 1, result(nf, 9.0), rep=rep)
+    cl = by_key(study002.claims(study002.runs(raw2), study002.published(REFERENCE)), "local", direction_only=False)
+    assert cl["002-flush-gain"]["verdict"].startswith("not separable at this scale: no flush lowers it by ")
+
+
+def test_the_claims_tables_print_n_and_the_interval(tmp_path):
+    raw = sweep_with_reps(tmp_path / "raw", {1: [3.7, 4.0, 4.3], 6: [3.2, 3.6, 3.9], 16: [2.8, 3.0, 3.1]})
+    assert study002.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tmp_path / "t")]) == 0
+    md = (tmp_path / "t" / "study002-claims.md").read_text().splitlines()
+    assert md[0] == "| comparison | scale | this testbed | n | interval | verdict |"
+    assert any("| 3 | 1 p: 4.001 [3.701–4.303], 6 p: 3.601 [3.201–3.901], 16 p: 3.001 [2.801–3.101] ms | "
+               "not separable at this scale" in line for line in md)
+    rows = list(csv.DictReader(open(tmp_path / "t" / "study002-claims.csv")))
+    printed = [r for r in rows if r["scale"] == study002.STUDY_SCALE and r["this_testbed"]]
+    assert printed and all(r["n"] == "1" and r["interval"] == "" for r in printed)  # printed numbers: n = 1
+
+
+@pytest.mark.parametrize("a, b, printed, verdict", [
+    ([4.0, 4.1, 4.2], [3.8, 3.85, 3.9], 4.129 / 3.928, "holds"),
+    ([6.0, 9.0, 12.0], [3.0, 3.0, 3.0], 2.24, "not separable at this scale: the ratio lies between 2.00x and 4.00x "
+                                               "(printed 2.24x)"),
+    ([3.0, 3.1], [4.0, 4.2], 1.05, "differs: opposite direction (0.74x, printed 1.05x)"),
+])
+def test_pair_verdict_over_repetitions(a, b, printed, verdict):
+    assert study002.pair_verdict(a, b, printed)[1] == verdict

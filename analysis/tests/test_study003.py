@@ -28,9 +28,9 @@ def fanout_result(consumers: int, connected: int, seed: int, p99_us: float = 900
         "audit": {"lost": 0}}}
 
 
-def write_raw(raw, testbed, system, study_n, doc, layout="1c-{k}ksub"):
+def write_raw(raw, testbed, system, study_n, doc, layout="1c-{k}ksub", rep=1):
     wl = f"1-topic-1-partition-10kb-1p-{layout.format(k=study_n // 1000)}-1"
-    p = raw / testbed / system / "L1+stock" / wl / "rep-1.json"
+    p = raw / testbed / system / "L1+stock" / wl / f"rep-{rep}.json"
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(doc))
     return p
@@ -101,12 +101,13 @@ def test_published_points_and_claims_at_the_same_or_the_nearest_size(raw):
     loc20 = cl[("20K consumers: p99 end to end", "local")]
     assert loc20["consumers"] == 1000 and loc20["this_testbed"] == pytest.approx(1.6)
     assert loc20["judged_at"] == "judged at 1 000 consumers, nearest to 20 000 measured on local"
-    assert loc20["verdict"] == "differs by +135.3%"
+    assert loc20["verdict"] == "differs by +135.3% (1 run)"  # one run: a value, not an interval
+    assert loc20["n"] == 1 and loc20["interval"] == "1.6"
     loc30 = cl[("30K consumers: p99 end to end (lower bound)", "local")]
-    assert loc30["consumers"] == 1000 and loc30["verdict"] == "holds"  # 1.6 s >= the study's "> 1 s"
+    assert loc30["consumers"] == 1000 and loc30["verdict"] == "holds (1 run)"  # 1.6 s >= the study's "> 1 s"
     loc100 = cl[("100K consumers: connection time (extrapolated (never connected))", "local")]
     assert loc100["judged_at"].startswith("judged at 1 000 consumers, nearest to 100 000")
-    assert loc100["verdict"] == "connected here"
+    assert loc100["verdict"] == "connected here (1 run)"
     assert not any(c["verdict"].startswith("not run") for c in cl.values())
 
 
@@ -131,7 +132,7 @@ def test_claims_of_a_testbed_judge_its_suspect_runs_under_its_own_name_and_none_
     rows = study003.claims(pub, [_run(500, testbed="local (suspect)", p99=2.0), _run(100)])
     p30 = [r for r in rows if r["claim"] == "30K consumers: p99 end to end (lower bound)"]
     assert len(p30) == 1 and p30[0]["testbed"] == "local (suspect)" and p30[0]["consumers"] == 500
-    assert p30[0]["verdict"] == "holds"
+    assert p30[0]["verdict"] == "holds (1 run)"
     kafka_only = study003.claims(pub, [{**_run(100), "system": "kafka"}])
     assert len(kafka_only) == 6 and {r["verdict"] for r in kafka_only} == {"not run on any testbed here"}
 
@@ -160,3 +161,54 @@ def test_figures_without_runs_still_render(tmp_path):
                           str(tmp_path / "t"), "--figures", str(tmp_path / "f"), "--png-scale", "1"]) == 0
     for fid in study003.FIGURE_IDS:
         assert _overlapping_words(tmp_path / "f" / f"{fid}.pdf") == [], fid
+
+
+# ---------------------------------------------------------------- repetitions: verdicts over intervals (issue 33)
+
+def ladder_top(raw, p99s_us, testbed="aws", connected=None):
+    """Three (or more) repetitions of Pulsar at the study's 20K consumers, one per p99 (µs)."""
+    for rep, p99 in enumerate(p99s_us, start=1):
+        c = 20000 if connected is None else connected[rep - 1]
+        write_raw(raw, testbed, "pulsar", 20000, fanout_result(20000, c, seed=rep, p99_us=p99), rep=rep)
+    return raw
+
+
+def test_three_repetitions_whose_range_straddles_the_tolerance_are_not_separable(tmp_path):
+    # 0.60 / 0.68 / 0.80 s against the printed 0.68 s +/-10 % (0.612-0.748 s): some runs inside, some outside
+    raw = ladder_top(tmp_path / "raw", [600_000, 680_000, 800_000])
+    cl = {c["claim"]: c for c in study003.claims(study003.published(REFERENCE), study003.runs(raw))}
+    r = cl["20K consumers: p99 end to end"]
+    assert r["verdict"] == "not separable at this scale: the runs' 0.6–0.8 s straddle the edge of 0.68 s +/-10%"
+    assert (r["n"], r["this_testbed"], r["interval"]) == (3, 0.68, "0.68 [0.6–0.8]")
+
+
+def test_three_repetitions_with_separated_ranges_hold_or_differ(tmp_path):
+    raw = ladder_top(tmp_path / "raw", [650_000, 670_000, 700_000])
+    cl = {c["claim"]: c for c in study003.claims(study003.published(REFERENCE), study003.runs(raw))}
+    assert cl["20K consumers: p99 end to end"]["verdict"] == "matches within 10% (approximate number)"  # every run
+    raw = ladder_top(tmp_path / "raw2", [900_000, 1_000_000, 1_100_000])
+    cl = {c["claim"]: c for c in study003.claims(study003.published(REFERENCE), study003.runs(raw))}
+    assert cl["20K consumers: p99 end to end"]["verdict"] == "differs by +47.1%"
+    # the 30K lower bound ("> 1 s", judged at 20 000 here): 0.9-1.1 s straddles it; all above it holds
+    assert cl["30K consumers: p99 end to end (lower bound)"]["verdict"].startswith("not separable at this scale")
+    raw = ladder_top(tmp_path / "raw3", [1_200_000, 1_300_000, 1_500_000])
+    cl = {c["claim"]: c for c in study003.claims(study003.published(REFERENCE), study003.runs(raw))}
+    assert cl["30K consumers: p99 end to end (lower bound)"]["verdict"] == "holds"
+
+
+def test_connected_in_some_repetitions_only_is_not_separable(tmp_path):
+    raw = ladder_top(tmp_path / "raw", [650_000] * 3, connected=[20000, 19000, 20000])
+    cl = {c["claim"]: c for c in study003.claims(study003.published(REFERENCE), study003.runs(raw))}
+    r = cl["100K consumers: connection time (extrapolated (never connected))"]
+    assert r["verdict"] == "not separable at this scale: connected in 2 of 3 runs" and r["n"] == 3
+    assert r["note"] == "N subscriptions x 1; 1000 never connected"
+
+
+def test_claims_table_prints_n_and_the_interval(tmp_path):
+    raw = ladder_top(tmp_path / "raw", [600_000, 680_000, 800_000])
+    tables = tmp_path / "t"
+    study003.write_table(tables, "study003-claims", study003.CLAIM_COLS,
+                         study003.claims(study003.published(REFERENCE), study003.runs(raw)), study003.MD_CLAIM_COLS)
+    md = (tables / "study003-claims.md").read_text().splitlines()
+    assert md[0] == "| claim | printed | unit | this_testbed | n | interval | testbed | judged_at | verdict | note |"
+    assert any("| 0.68 | 3 | 0.68 [0.6–0.8] | aws |" in line for line in md)

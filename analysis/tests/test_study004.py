@@ -38,8 +38,8 @@ def backlog(drain: float, chase_s: float) -> dict:
     return d
 
 
-def put(raw, system, level, workload, doc, testbed="local"):
-    return fixtures.write(raw / testbed / system / f"{level}+stock" / workload / "rep-1.json", doc)
+def put(raw, system, level, workload, doc, testbed="local", rep=1):
+    return fixtures.write(raw / testbed / system / f"{level}+stock" / workload / f"rep-{rep}.json", doc)
 
 
 @pytest.fixture
@@ -117,10 +117,11 @@ def test_the_studys_own_numbers_give_the_headline_ratios():
 def test_local_runs_judge_what_they_measured_and_need_aws_for_the_rest(raw):
     cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
     assert set(cl) == set(study004.HEADLINES)
-    assert cl["004-H1"]["verdict"] == "holds (3.00x)"  # 30 000 vs 10 000 msg/s
+    assert cl["004-H1"]["verdict"] == "holds (3.00x) (1 run)"  # 30 000 vs 10 000 msg/s, one run each
+    assert cl["004-H1"]["n"] == 1 and cl["004-H1"]["interval"] == "3.00x"
     assert "1 partition(s), rate search" in cl["004-H1"]["judged_at"]
     v = cl["004-H2"]["verdict"]  # 450 ms / 3 ms, to the histograms' 3 significant digits
-    assert v.startswith("holds (") and float(v[7:-2]) == pytest.approx(150, rel=0.002), v
+    assert v.startswith("holds (") and v.endswith("x) (1 run)") and float(v[7:-10]) == pytest.approx(150, rel=0.002), v
     assert "16 partition(s), 5,000 msg/s" in cl["004-H2"]["judged_at"]
     for cid, exp in (("004-H3", "E004-T3"), ("004-H4", "E004-T1C2"), ("004-H5", "E004-T3")):
         assert cl[cid]["verdict"].startswith(f"needs aws scale: {exp}"), cid
@@ -133,8 +134,8 @@ def test_verdicts_differ_when_the_data_contradict_the_headlines(tmp_path):
     put(raw, "pulsar", "L2-bypass", T2, fixed(12.0))
     put(raw, "kafka", "L2", T2, fixed(6.0))
     cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
-    assert cl["004-H1"]["verdict"] == "differs: direction holds, size does not (1.50x, claimed 2.5x)"
-    assert cl["004-H2"]["verdict"] == "differs: opposite direction (0.50x)"
+    assert cl["004-H1"]["verdict"] == "differs: direction holds, size does not (1.50x, claimed 2.5x) (1 run)"
+    assert cl["004-H2"]["verdict"] == "differs: opposite direction (0.50x) (1 run)"
 
 
 def test_a_capped_maximum_or_too_few_samples_is_not_judged(tmp_path):
@@ -161,10 +162,10 @@ def test_an_aws_testbed_judges_the_catch_up_and_100_partition_headlines(tmp_path
         d["x-streambench"]["producerRate"]["achieved"] = ach
         put(raw, system, level, T1C2, d, testbed="aws")
     cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "aws")
-    assert cl["004-H3"]["verdict"] == "holds (3.00x)"
-    assert cl["004-H5"]["verdict"] == "holds (3.00x, within 20% of 2.5x)"
+    assert cl["004-H3"]["verdict"] == "holds (3.00x) (1 run)"
+    assert cl["004-H5"]["verdict"] == "holds (3.00x, within 20% of 2.5x) (1 run)"
     assert cl["004-H4"]["this_testbed"] == "1 - 1,100,000 / 1,500,000 msg/s = 26.7%"
-    assert cl["004-H4"]["verdict"] == "differs: 26.7% less"
+    assert cl["004-H4"]["verdict"] == "differs: 26.7% less (1 run)"
     # no T1C1 run on aws: not measured there, and not "needs aws scale"
     assert cl["004-H1"]["verdict"] == "not measured at this scale: no E004-T1C1 run of Pulsar, no journal and Kafka on aws"
 
@@ -244,8 +245,8 @@ def test_the_studys_t2_numbers_meet_its_conclusion():
 
 def test_t2_claims_hold_on_runs_that_show_them(tmp_path):
     cl = by_claim(study004.claims(study004.runs(t2_runs(tmp_path / "raw")), study004.published(REFERENCE)), "local")
-    assert cl["004-H6"]["verdict"] == "holds" and cl["004-H6"]["this_testbed"] == "1.20 / 6.00 ms"
-    assert cl["004-H7"]["verdict"] == "holds (each within 20%)"
+    assert cl["004-H6"]["verdict"] == "holds (1 run)" and cl["004-H6"]["this_testbed"] == "1.20 / 6.00 ms"
+    assert cl["004-H7"]["verdict"] == "holds (each within 20%) (1 run)"
     assert cl["004-H7"]["this_testbed"].startswith("p99 3.50 ms, p99.9 55.0")  # the histograms' 3 significant digits
     assert "16 partition(s), 5,000 msg/s" in cl["004-H7"]["judged_at"]
 
@@ -253,8 +254,8 @@ def test_t2_claims_hold_on_runs_that_show_them(tmp_path):
 def test_t2_claims_differ_on_runs_that_contradict_them(tmp_path):
     raw = t2_runs(tmp_path / "raw", no_journal=2.0, journal=7.0, kafka=(7.0, 55.0))
     cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
-    assert cl["004-H6"]["verdict"] == "differs: Pulsar, no journal 2.00 ms is not below 1.6"
-    assert cl["004-H7"]["verdict"] == "differs: p99 +102%"
+    assert cl["004-H6"]["verdict"] == "differs: Pulsar, no journal 2.00 ms is not below 1.6 (1 run)"
+    assert cl["004-H7"]["verdict"] == "differs: p99 +102% (1 run)"
 
 
 def test_t2_claims_without_the_runs_say_what_is_missing(tmp_path):
@@ -270,3 +271,76 @@ def test_t2_claims_without_the_runs_say_what_is_missing(tmp_path):
                   "local")
     assert cl["004-H7"]["verdict"] == ("not measured at this scale: 900 publish samples in a run, fewer than the 1,000 "
                                        "a P99.9 needs")
+
+
+# ---------------------------------------------------------------- repetitions: verdicts over intervals (issue 33)
+
+def t1c1_reps(raw, pulsar, kafka):
+    for rep, (p, k) in enumerate(zip(pulsar, kafka), start=1):
+        put(raw, "pulsar", "L2-bypass", T1C1, maxrate(p), rep=rep)
+        put(raw, "kafka", "L2", T1C1, maxrate(k), rep=rep)
+    return raw
+
+
+def test_three_repetitions_whose_ratio_straddles_the_target_are_not_separable(tmp_path):
+    # Pulsar 24-30K, Kafka 10-12K msg/s: the ratio lies between 24/12 = 2.0x and 30/10 = 3.0x, around 2.5x
+    raw = t1c1_reps(tmp_path / "raw", [24_000, 26_000, 30_000], [10_000, 11_000, 12_000])
+    h1 = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")["004-H1"]
+    assert h1["verdict"] == "not separable at this scale: the ratio lies between 2.00x and 3.00x (claimed 2.5x)"
+    assert h1["n"] == 3 and h1["interval"] == "2.36x [2.00–3.00]" and h1["this_testbed"].endswith("= 2.36x")
+
+
+def test_three_repetitions_with_separated_ranges_hold_or_differ(tmp_path):
+    raw = t1c1_reps(tmp_path / "raw", [30_000, 31_000, 33_000], [10_000, 11_000, 12_000])
+    h1 = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")["004-H1"]
+    assert h1["verdict"] == "holds (2.82x)" and h1["interval"] == "2.82x [2.50–3.30]"  # 30/12 is exactly 2.5x
+    raw = t1c1_reps(tmp_path / "raw2", [15_000, 16_000, 17_000], [10_000, 11_000, 12_000])
+    h1 = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")["004-H1"]
+    assert h1["verdict"] == "differs: direction holds, size does not (1.45x, claimed 2.5x)"
+
+
+def test_t2_bounds_and_values_over_repetitions(tmp_path):
+    raw = tmp_path / "raw"
+    # no journal's p99 1.4-1.7 ms straddles its 1.6 ms bound; journal's 5-7 ms is below 8; Kafka's p99 3.3-3.7 ms and
+    # p99.9 50-60 ms all lie within 20 % of 3.46 / 54.56 ms
+    for rep, (nj, j, k99, k999) in enumerate(((1.4, 5.0, 3.3, 50.0), (1.5, 6.0, 3.5, 55.0), (1.7, 7.0, 3.7, 60.0)), 1):
+        put(raw, "pulsar", "L2-bypass", T2, tail(nj, nj + 1), rep=rep)
+        put(raw, "pulsar", "L1", T2, tail(j, j + 1), rep=rep)
+        put(raw, "kafka", "L2", T2, tail(k99, k999), rep=rep)
+    cl = by_claim(study004.claims(study004.runs(raw), study004.published(REFERENCE)), "local")
+    assert cl["004-H6"]["verdict"] == ("not separable at this scale: Pulsar, no journal 1.40–1.70 ms straddles 1.6")
+    assert cl["004-H6"]["n"] == 3 and cl["004-H6"]["interval"].startswith("1.50 [1.40–1.70] / 6.00 [5.00–7.0")
+    assert cl["004-H7"]["verdict"] == "holds (each within 20%)" and cl["004-H7"]["n"] == 3
+    # Kafka's p99.9 from 40 to 70 ms: -27 % … +28 % of 54.56, not separable
+    raw2 = tmp_path / "raw2"
+    for rep, k999 in enumerate((40.0, 55.0, 70.0), 1):
+        put(raw2, "kafka", "L2", T2, tail(3.5, k999), rep=rep)
+    h7 = by_claim(study004.claims(study004.runs(raw2), study004.published(REFERENCE)), "local")["004-H7"]
+    assert h7["verdict"].startswith("not separable at this scale: p99.9 -27% to +28% of the printed value")
+
+
+def test_claims_tables_print_n_and_the_interval(tmp_path):
+    raw = t1c1_reps(tmp_path / "raw", [24_000, 26_000, 30_000], [10_000, 11_000, 12_000])
+    assert study004.main(["--raw", str(raw), "--reference", str(REFERENCE), "--tables", str(tmp_path / "t")]) == 0
+    md = (tmp_path / "t" / "study004-claims.md").read_text().splitlines()
+    assert md[0] == "| headline | comparison | scale | this testbed | n | interval | verdict |"
+    assert any("| 3 | 2.36x [2.00–3.00] | not separable at this scale" in line for line in md)
+    rows = list(csv.DictReader(open(tmp_path / "t" / "study004-claims.csv")))
+    printed = [r for r in rows if r["scale"] == study004.STUDY_SCALE]
+    assert {r["n"] for r in printed if r["this_testbed"]} == {"1"} and not any(r["interval"] for r in printed)
+
+
+@pytest.mark.parametrize("a, b, bound, want", [
+    ([30.0, 31.0], [10.0, 11.0], "", "holds (2.90x)"),  # 30/11 = 2.73x at least
+    ([40.0, 48.0], [20.0, 21.0], "lower", "not separable at this scale: the ratio is at least 2.15x (a maximum was "
+                                          "capped by the rate search)"),
+    # the medians' ratio 2.61x is above 2.5x, the pairing 52/21 = 2.48x is not: a capped numerator cannot tell
+    ([52.0, 53.0], [20.0, 21.0], "lower", "not separable at this scale: the ratio is at least 2.48x to 2.65x"),
+    ([60.0, 62.0], [20.0, 21.0], "lower", "holds (2.98x, lower bound)"),
+    ([9.0, 12.0], [10.0, 11.0], "upper", "not separable at this scale: the ratio is at most 0.82x to 1.20x"),
+    ([5.0, 8.0], [9.0, 10.0], "upper", "differs: opposite direction (0.68x)"),
+])
+def test_ratio_judgement(a, b, bound, want):
+    from analysis import intervals
+    v, text, n = study004.ratio_judgement(intervals.of(a), intervals.of(b), 2.5, bound=bound)
+    assert v.startswith(want) and n == 2, v
