@@ -263,6 +263,8 @@ class Packing:
     quota: int | None  # the account's vCPU quota the packing respects (None: not known, not limited)
     quota_source: str
     parallel: int | None  # aws.parallel_fleets
+    room: int | None = None  # how many fleets' VPCs the region holds besides its own (None: not known)
+    room_source: str = ""
 
     @property
     def fleets(self) -> int:
@@ -286,18 +288,20 @@ class Packing:
             why.append(f"config aws.parallel_fleets is {self.parallel}")
         if self.quota is not None and self.total_vcpus > self.quota:
             why.append(f"the {n} fleets' {self.total_vcpus} vCPUs exceed the vCPU quota of {self.quota} ({self.quota_source})")
+        if self.room is not None and self.room < n:
+            why.append(f"the region holds {self.room} more fleets' VPCs and internet gateways ({self.room_source})")
         at_once = "one fleet at a time" if self.most == 1 else f"at most {self.most} fleets at once"
         return (f"{' and '.join(why)}: {at_once} ({self.describe()}), up to {self.vcpus}"
                 f" vCPUs, {self.hours:.1f} h wall time (all at once: {max(self.end[f] - self.start[f] for f in self.start):.1f} h)")
 
 
 def pack(rows: list[FleetEstimate], parallel: int | None = None, quota: int | None = None,
-         quota_source: str = "config aws.vcpu_quota") -> Packing:
+         quota_source: str = "config aws.vcpu_quota", room: int | None = None, room_source: str = "") -> Packing:
     """When each fleet runs. At most `parallel` fleets (None: every fleet, i.e. all at once) whose vCPUs together fit
     the quota (None: not known, not limited) are up at a time: the fleets are started longest first, each as soon
     as it fits (a shorter one that fits goes ahead of a longer one that does not), in the estimated hours. With
     `parallel` 1 they run in name order, s000 first, as they always did. A fleet that alone exceeds the quota is
-    one line naming it, its vCPUs and the quota."""
+    one line naming it, its vCPUs and the quota. `room` (network_room) caps the fleets at once like `parallel`."""
     by_name = {r.fleet.name: r for r in rows}
     hours = {n: r.hours for n, r in by_name.items()}
     width = {n: r.fleet.vcpus for n, r in by_name.items()}
@@ -309,6 +313,10 @@ def pack(rows: list[FleetEstimate], parallel: int | None = None, quota: int | No
                                f" quota of {quota} ({quota_source}); nothing is created")
     n = len(by_name)
     limit = n if parallel is None else max(1, min(int(parallel), n))
+    if room is not None:
+        if room < 1 and n:
+            raise AwsError(f"no room for one more fleet's VPC and internet gateway: {room_source}; nothing is created")
+        limit = min(limit, room)
     if limit == 1:
         pending = sorted(by_name)
     else:
@@ -348,7 +356,8 @@ def pack(rows: list[FleetEstimate], parallel: int | None = None, quota: int | No
              for f, before in ended_before.items()}
     return Packing(after=after, start=start, end=end, hours=max(end.values(), default=0.0),
                    sequential_hours=sum(hours.values()), vcpus=most_vcpus, most=most,
-                   total_vcpus=sum(width.values()), quota=quota, quota_source=quota_source, parallel=parallel)
+                   total_vcpus=sum(width.values()), quota=quota, quota_source=quota_source, parallel=parallel,
+                   room=room, room_source=room_source)
 
 
 def vcpu_quota(aws: dict, session=None) -> tuple[int | None, str]:
@@ -359,11 +368,8 @@ def vcpu_quota(aws: dict, session=None) -> tuple[int | None, str]:
         return int(aws["vcpu_quota"]), "config aws.vcpu_quota"
     if session is None:
         return None, "not known yet"
-    from botocore.config import Config
-
     try:
-        client = session.client("service-quotas", config=Config(connect_timeout=5, read_timeout=15,
-                                                                 retries={"max_attempts": 2}))
+        client = session.client("service-quotas", config=_client_config())
         value = client.get_service_quota(ServiceCode="ec2", QuotaCode=STANDARD_QUOTA_CODE)["Quota"]["Value"]
     except Exception as exc:  # botocore's errors: access denied, no such quota, endpoint unreachable
         raise AwsError(f"config aws.vcpu_quota: null, and Service Quotas ({aws.get('region')}) did not answer for ec2"
@@ -372,21 +378,80 @@ def vcpu_quota(aws: dict, session=None) -> tuple[int | None, str]:
     return int(value), f"Service Quotas ec2 {STANDARD_QUOTA_CODE}"
 
 
-def planning_quota(aws: dict, query: bool = True) -> tuple[int | None, str]:
-    """The quota the workflow packs its fleets for when it builds the DAG: config aws.vcpu_quota, else Service Quotas
-    when credentials resolve (and `query`), else not known (None): then the fleets are planned all at once and the
-    onstart gate, which reads the quota before anything is created, refuses a plan the quota cannot hold."""
-    if aws.get("vcpu_quota") is not None or not query:
-        return vcpu_quota(aws)
+def planning_limits(aws: dict, rid: str | None = None, query: bool = True) -> tuple:
+    """What the workflow packs its fleets for when it builds the DAG: (vCPU quota, its source, room, its source).
+    The quota: config aws.vcpu_quota, else Service Quotas when credentials resolve (and `query`); the room for the
+    fleets' VPCs (network_room) likewise. Either is None when not known now: the fleets are then planned all at
+    once, and the onstart gate, which reads both before anything is created, refuses a plan they cannot hold."""
+    quota, source = vcpu_quota(aws)
+    if not query:
+        return quota, source, None, ""
     import boto3
 
     session = boto3.session.Session(region_name=aws.get("region"))
     if session.get_credentials() is None:
-        return None, "not known yet"
+        return quota, source, None, ""
+    if quota is None:
+        try:
+            quota, source = vcpu_quota(aws, session)
+        except AwsError:
+            pass
     try:
-        return vcpu_quota(aws, session)
+        room, room_source = network_room(aws, session, rid)
     except AwsError:
-        return None, "not known yet"
+        room, room_source = None, ""
+    return quota, source, room, room_source
+
+
+# Each fleet makes its own VPC and internet gateway (up.yml), counted by these quotas of the region (AWS's default:
+# 5 each, one of them taken by the region's default VPC and its gateway)
+NETWORK_QUOTAS = {"L-F678F1CE": "VPCs per Region", "L-A4707A72": "Internet gateways per Region"}
+NETWORK_QUOTA_DEFAULT = 5
+
+
+def _client_config():
+    from botocore.config import Config
+
+    return Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 2})
+
+
+def network_room(aws: dict, session, rid: str | None = None) -> tuple[int, str]:
+    """How many fleets the region can hold at once besides what it holds: the smaller of (VPCs per Region minus
+    the VPCs there) and (internet gateways per Region minus the gateways there), those of run `rid` (fleets of this
+    run still up) not counted. A quota Service Quotas does not give is taken at AWS's default, and the source says
+    so."""
+    region = aws.get("region")
+    ec2 = session.client("ec2", config=_client_config())
+
+    def others(resources):
+        return [r for r in resources if not any(t.get("Key") == "streambench:run" and t.get("Value") == rid
+                                                for t in r.get("Tags") or [])]
+
+    try:
+        vpcs = len(others(ec2.describe_vpcs()["Vpcs"]))
+        igws = len(others(ec2.describe_internet_gateways()["InternetGateways"]))
+    except Exception as exc:  # noqa: BLE001 - botocore's errors, one line
+        raise AwsError(f"AWS API ({region}): {str(exc).splitlines()[0]}") from None
+    quotas, defaults = {}, []
+    sq = session.client("service-quotas", config=_client_config())
+    for code in NETWORK_QUOTAS:
+        try:
+            quotas[code] = int(sq.get_service_quota(ServiceCode="vpc", QuotaCode=code)["Quota"]["Value"])
+        except Exception:  # noqa: BLE001 - not readable (permissions): AWS's default
+            quotas[code] = NETWORK_QUOTA_DEFAULT
+            defaults.append(code)
+    vq, iq = quotas["L-F678F1CE"], quotas["L-A4707A72"]
+    note = f"; {', '.join(defaults)} not readable, AWS's default taken" if defaults else ""
+    return max(0, min(vq - vpcs, iq - igws)), (f"region {region}: {vpcs} VPCs of a quota of {vq}, {igws} internet"
+                                               f" gateways of {iq}, Service Quotas vpc L-F678F1CE and L-A4707A72{note}")
+
+
+def check_room(packing: Packing, room: int, source: str) -> None:
+    """Before anything is created: the fleets the plan brings up at once fit the region's VPCs (one line if not)."""
+    if packing.most > room:
+        raise AwsError(f"the plan brings up to {packing.most} fleets up at once, each with its own VPC and internet"
+                       f" gateway, but {source} leave room for {room}; set aws.parallel_fleets: {room} (or raise those"
+                       " quotas)")
 
 
 def check_packing(packing: Packing, quota: int | None, source: str, rows: list[FleetEstimate] | None = None) -> None:
@@ -535,9 +600,9 @@ def plan_from_config(config: dict, runs=None):
     return by_fleet, rows, prices
 
 
-def packing_from_config(aws: dict, rows: list[FleetEstimate], quota: tuple[int | None, str] | None = None) -> Packing:
-    """The fleets at once of the config: aws.parallel_fleets within the quota (default: aws.vcpu_quota, else not
-    known: not limited)."""
-    q, source = quota if quota is not None else vcpu_quota(aws)
-    return pack(rows, aws.get("parallel_fleets"), q, source)
+def packing_from_config(aws: dict, rows: list[FleetEstimate], limits: tuple | None = None) -> Packing:
+    """The fleets at once of the config: aws.parallel_fleets within `limits` (planning_limits: the vCPU quota and
+    the room for VPCs; default: aws.vcpu_quota alone, else not known: not limited)."""
+    quota, source, room, room_source = limits if limits is not None else (*vcpu_quota(aws), None, "")
+    return pack(rows, aws.get("parallel_fleets"), quota, source, room, room_source)
 

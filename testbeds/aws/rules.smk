@@ -14,10 +14,10 @@
 #   teardown writes data/runs/aws/fleets/<fleet>/torn-down.json for each fleet not done yet; aws_up takes it as
 #   an input, so a rerun after an error provisions that fleet anew (its recorded runs are not redone).
 #
-# Which fleets are up at once (testbeds/aws/plan.py pack): all of them, unless aws.parallel_fleets or the account's
-# vCPU quota (aws.vcpu_quota, else Service Quotas when credentials resolve) holds fewer; then a fleet's aws_up also
-# waits for the down.json of the fleets it must follow (AWS_PACKING.after). aws.parallel_fleets: 1 is one fleet
-# after another in name order.
+# Which fleets are up at once (testbeds/aws/plan.py pack): all of them, unless aws.parallel_fleets, the account's
+# vCPU quota (aws.vcpu_quota, else Service Quotas when credentials resolve) or the region's room for the fleets' VPCs
+# and internet gateways holds fewer; then a fleet's aws_up also waits for the down.json of the fleets it must follow
+# (AWS_PACKING.after). aws.parallel_fleets: 1 is one fleet after another in name order.
 #
 # A fleet's own failure stays its own: aws_up, aws_prepare and aws_probes run through `python -m testbeds.aws step`,
 # which on a failure tears that fleet down alone, records data/runs/aws/fleets/<fleet>/failed.json and writes a
@@ -26,7 +26,7 @@
 #
 # Nothing is created before the onstart gate: it prints the instance-hours, the on-demand cost and the wall time of
 # the planned jobs and refuses unless aws.confirm is true, the credentials resolve and the fleets planned at once
-# fit the account's vCPU quota.
+# fit the account's vCPU quota and the region's VPCs.
 if config["testbed"] == "aws":
     import json as _aws_json
     import shlex as _aws_shlex
@@ -41,17 +41,18 @@ if config["testbed"] == "aws":
     except _aws_plan.AwsError as _aws_error:
         print(f"aws: {_aws_error}", file=_aws_sys.stderr)
         _aws_sys.exit(1)
-    # which fleets run at once: within aws.parallel_fleets and the account's vCPU quota, when known now
+    # the run id: config, else data/runs/aws/run-id, else a new one (written by the onstart gate of a real run)
+    AWS_RUN_ID = _aws_prov.run_id(AWS, create=False)
+    # which fleets run at once: within aws.parallel_fleets, the account's vCPU quota and the region's room for the
+    # fleets' VPCs, as far as they are known now (read with the credentials, when they resolve)
     try:
         AWS_PACKING = _aws_plan.packing_from_config(
-            AWS, _AWS_ROWS, _aws_plan.planning_quota(AWS, query=workflow.is_main_process))
+            AWS, _AWS_ROWS, _aws_plan.planning_limits(AWS, AWS_RUN_ID, query=workflow.is_main_process))
     except _aws_plan.AwsError as _aws_error:
         print(f"aws: {_aws_error}", file=_aws_sys.stderr)
         _aws_sys.exit(1)
     if workflow.is_main_process and AWS_PACKING.note():
         print(f"aws: {AWS_PACKING.note()}", file=_aws_sys.stderr)
-    # the run id: config, else data/runs/aws/run-id, else a new one (written by the onstart gate of a real run)
-    AWS_RUN_ID = _aws_prov.run_id(AWS, create=False)
     AWS_FLEETS = sorted(_AWS_BY_FLEET)
     AWS_FLEET_OF = {r.key: f for f, runs in _AWS_BY_FLEET.items() for r in runs}
     AWS_DIR = "data/runs/aws/fleets"
@@ -189,15 +190,18 @@ if config["testbed"] == "aws":
             rows = _aws_plan.estimate(_aws_plan.assign(planned, doc, fleets, AWS["instances_file"]), fleets, est,
                                       prices, AWS["prices_file"])
             # the wall time of what is left to run, packed as the DAG packs the fleets
-            packing = _aws_plan.pack(rows, AWS.get("parallel_fleets"), AWS_PACKING.quota, AWS_PACKING.quota_source)
+            packing = _aws_plan.pack(rows, AWS.get("parallel_fleets"), AWS_PACKING.quota, AWS_PACKING.quota_source,
+                                     AWS_PACKING.room, AWS_PACKING.room_source)
             print(_aws_plan.format_estimate(rows, prices, AWS, packing), file=_aws_sys.stderr)
             _aws_plan.check_lifetime(rows, AWS)
             if AWS.get("vcpu_quota") is not None:  # no credentials needed
                 _aws_plan.check_packing(AWS_PACKING, *_aws_plan.vcpu_quota(AWS), rows)
             _aws_plan.check_confirm(AWS)
             session = _aws_plan.check_credentials(AWS["region"])
-            # the fleets the DAG brings up at once (AWS_PACKING) against the account's quota, read now
+            # the fleets the DAG brings up at once (AWS_PACKING) against the account's quota and the region's VPCs,
+            # read now
             _aws_plan.check_packing(AWS_PACKING, *_aws_plan.vcpu_quota(AWS, session), rows)
+            _aws_plan.check_room(AWS_PACKING, *_aws_plan.network_room(AWS, session, AWS_RUN_ID))
         except _aws_plan.AwsError as exc:
             raise WorkflowError(f"aws: {exc}")
         if not AWS.get("run_id") and not _aws_prov.RUN_ID_FILE.exists():

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from testbeds.aws import plan, provision
+from testbeds.aws.__main__ import load_config
 from testbeds.aws.plan import ROOT, AwsError
 from testbeds.aws.tests.conftest import aws_env
 from testbeds.aws.tests.test_provision import RUN, SSH_CIDR, config, everything
@@ -167,7 +168,7 @@ def test_without_aws_vcpu_quota_the_quota_is_read_from_service_quotas_and_a_fail
     assert msg.endswith("; set aws.vcpu_quota to the account's quota in vCPUs") and "\n" not in msg
     assert plan.vcpu_quota({"vcpu_quota": 640}, session) == (640, "config aws.vcpu_quota")
     # when the workflow is planned, a quota that cannot be read is not known yet: all at once, the gate decides
-    assert plan.planning_quota({"region": "us-east-1", "vcpu_quota": None}) == (None, "not known yet")
+    assert plan.planning_limits({"region": "us-east-1", "vcpu_quota": None}, RUN)[:2] == (None, "not known yet")
     # and `aws up` without aws.vcpu_quota stops at that line, before anything is created
     before = everything(aws)
     cfg = config(vcpu_quota=None)
@@ -184,3 +185,33 @@ def test_vcpus_that_disagree_with_ec2_are_one_line(aws, tmp_path):
     with pytest.raises(AwsError) as e:
         provision.preflight(cfg, ["s002"])
     assert str(e.value) == f"{instances}: vcpus.i3.4xlarge: 8, but EC2 describes i3.4xlarge with 16 vCPUs"
+
+
+def test_the_fleets_at_once_fit_the_regions_vpcs_and_internet_gateways(aws, tmp_path):
+    """Each fleet makes its own VPC and internet gateway: AWS's default quotas (5 each, moto's too) minus those the
+    region has (its default VPC) cap the fleets at once; a plan packed for more is refused in one line."""
+    session = plan.check_credentials("us-east-1")
+    vpcs = len(aws.describe_vpcs()["Vpcs"])  # moto: the region's default VPC, without a gateway
+    igws = len(aws.describe_internet_gateways()["InternetGateways"])
+    room, source = plan.network_room({"region": "us-east-1"}, session, RUN)
+    assert room == min(5 - vpcs, 5 - igws) and 0 < room < 5
+    assert source == (f"region us-east-1: {vpcs} VPCs of a quota of 5, {igws} internet gateways of 5, Service Quotas"
+                      " vpc L-F678F1CE and L-A4707A72")
+    quota, _, room2, source2 = plan.planning_limits({"region": "us-east-1", "vcpu_quota": 640}, RUN)
+    assert (quota, room2, source2) == (640, room, source)
+
+    rows = plan.plan_from_config(load_config("aws", []))[1]
+    with pytest.raises(AwsError) as e:
+        plan.check_room(plan.pack(rows), room, source)
+    assert str(e.value) == (f"the plan brings up to 5 fleets up at once, each with its own VPC and internet gateway, but"
+                            f" {source} leave room for {room}; set aws.parallel_fleets: {room} (or raise those quotas)")
+    packed = plan.pack(rows, None, None, "", room, source)
+    assert packed.most == room and f"the region holds {room} more fleets' VPCs" in packed.note()
+    plan.check_room(packed, room, source)
+
+    # a fleet of this run that is up does not count against it (it is one of the plan's); another run's does
+    cfg = config()
+    provision.up(cfg, "s002", RUN, tmp_path / "inventory.json", tmp_path / "up.log", wait=False, fleets_dir=tmp_path)
+    assert plan.network_room({"region": "us-east-1"}, session, RUN)[0] == room
+    assert plan.network_room({"region": "us-east-1"}, session, "another-run")[0] == room - 1
+    provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=tmp_path)
