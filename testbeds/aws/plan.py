@@ -494,7 +494,9 @@ def wall_time_line(packing: Packing) -> str:
         quota = "the account's vCPU quota is checked before anything is created"
     else:
         quota = f"within the vCPU quota of {packing.quota} ({packing.quota_source})"
-    if packing.most == packing.fleets:
+    if packing.fleets == 1:
+        how = "its one fleet"
+    elif packing.most == packing.fleets:
         how = f"all {packing.fleets} fleets at once"
     else:
         how = f"at most {packing.most} fleets at once ({packing.describe()})"

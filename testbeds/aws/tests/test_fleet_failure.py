@@ -215,3 +215,26 @@ def test_the_fleets_at_once_fit_the_regions_vpcs_and_internet_gateways(aws, tmp_
     assert plan.network_room({"region": "us-east-1"}, session, RUN)[0] == room
     assert plan.network_room({"region": "us-east-1"}, session, "another-run")[0] == room - 1
     provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=tmp_path)
+
+
+@pytest.mark.slow
+def test_the_workflow_gate_reads_the_quota_before_anything_is_created(aws, moto_server, tmp_path):
+    """`snakemake --profile aws` for one fleet's bring-up, confirmed, against moto's server without aws.vcpu_quota:
+    the onstart gate prints the estimate with both wall times, then stops at the quota it cannot read (one line)."""
+    from testbeds.aws.tests.test_dag import SNAKEMAKE
+
+    before = everything(aws)
+    env = dict(os.environ, **aws_env(moto_server))
+    r = subprocess.run([*SNAKEMAKE, "--profile", str(ROOT / "env/profiles/aws"), "data/runs/aws/fleets/s002/inventory.json",
+                        "--config", "testbed=aws", f"aws={{confirm: true, run_id: {RUN}, ssh_cidr: '{SSH_CIDR}',"
+                        " boot_timeout_minutes: 0.05}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-3000:]
+    # the gate's estimate covers the planned jobs only (here s002 and the fleet it waits for: moto's region has its
+    # default VPC, so four fleets fit at once), with its wall time line
+    assert "wall time: 166.7 h one fleet after another (aws.parallel_fleets: 1)" not in out
+    assert "  wall time: " in out and "aws estimate (on-demand list prices" in out
+    errors = [ln for ln in out.splitlines() if "aws: config aws.vcpu_quota: null, and Service Quotas" in ln]
+    assert errors and all("set aws.vcpu_quota to the account's quota in vCPUs" in ln for ln in errors), out[-3000:]
+    assert "python -m testbeds.aws step --fleet s002 --step up" not in out  # the bring-up never started
+    assert everything(aws) == before
