@@ -249,9 +249,10 @@ def estimate(runs_by_fleet: dict[str, list], fleets: dict[str, Fleet], est: dict
 class Packing:
     """Which fleets run at the same time, and what each waits for. Made by `pack` from the fleets' estimates: a
     simulated start of every fleet as soon as it fits, after which a fleet waits for the teardown of every fleet
-    that ended before it started there (`after`). Whatever the real durations, two fleets can then be up together
-    only if they were up together at some moment of the simulation (the fleets a set of pairwise overlapping
-    intervals all share a point), so the fleets up at once never exceed the quota or aws.parallel_fleets."""
+    that ended before it started there (`after`). Whatever the real durations, fleets can then be up together only
+    if they were all up together at some moment of the simulation (neither waits for the other means their
+    simulated intervals overlap, and intervals that overlap pairwise share a point), so the fleets up at once never
+    exceed the quotas or aws.parallel_fleets."""
     after: dict  # fleet -> tuple of fleets whose teardown its bring-up waits for (none implied by another's)
     start: dict  # fleet -> estimated start, hours from the first bring-up
     end: dict  # fleet -> estimated end
@@ -291,8 +292,9 @@ class Packing:
         if self.room is not None and self.room < n:
             why.append(f"the region holds {self.room} more fleets' VPCs and internet gateways ({self.room_source})")
         at_once = "one fleet at a time" if self.most == 1 else f"at most {self.most} fleets at once"
-        return (f"{' and '.join(why)}: {at_once} ({self.describe()}), up to {self.vcpus}"
-                f" vCPUs, {self.hours:.1f} h wall time (all at once: {max(self.end[f] - self.start[f] for f in self.start):.1f} h)")
+        longest = max(self.end[f] - self.start[f] for f in self.start)
+        return (f"{' and '.join(why)}: {at_once} ({self.describe()}), up to {self.vcpus} vCPUs, {self.hours:.1f} h"
+                f" wall time (all at once: {longest:.1f} h)")
 
 
 def pack(rows: list[FleetEstimate], parallel: int | None = None, quota: int | None = None,
