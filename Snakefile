@@ -51,6 +51,15 @@ def TESTBED_RUN_ARGS(run):
     return ""
 
 
+# Where a run's cluster is kept (workloads/run.py --clusters: the one cluster running there) and the resources a run
+# holds: one `cluster` per testbed. testbeds/aws/ gives each fleet its own of both (its fleets run side by side).
+def TESTBED_CLUSTERS_DIR(run):
+    return f"data/runs/{config['testbed']}/clusters"
+
+
+TESTBED_RUN_RESOURCES = {"cluster": 1}
+
+
 include: "hw-probes/rules.smk"
 include: "systems/rules.smk"
 include: "testbeds/rules.smk"

@@ -19,6 +19,34 @@ from pathlib import Path
 from typing import Callable
 
 
+# beside an inventory: the testbed failed before its runs and was torn down (an aws fleet whose bring-up, prepare or
+# probes failed: testbeds/aws/provision.py fleet_step)
+FLEET_FAILED = "failed.json"
+
+
+def testbed_failed(inventory: str | None) -> str | None:
+    """Why the hosts of this inventory cannot run anything (one line), or None. A failed aws fleet's inventory is a
+    stub with its failure, or a real one with failed.json of the same run beside it; its runs are then recorded
+    failed at once, without reaching for hosts that are gone."""
+    if inventory is None:
+        return None
+    path = Path(inventory)
+    try:
+        inv = json.loads(path.read_text())
+    except (OSError, ValueError):
+        inv = {}
+    rec = inv.get("failed") if isinstance(inv, dict) else None
+    if not rec:
+        try:
+            rec = json.loads((path.parent / FLEET_FAILED).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(rec, dict) or (inv.get("id") and rec.get("run") != inv.get("id")):
+            return None
+    return (f"fleet {rec.get('fleet')} failed at {rec.get('step')} ({rec.get('error')}) and was torn down; this run"
+            " did not start")
+
+
 def systems_cmd(*args: str, inventory: str | None = None) -> list[str]:
     """The command line of `python -m systems ARGS` on the testbed of this inventory (None: this machine)."""
     if inventory is None:

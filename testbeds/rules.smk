@@ -128,3 +128,7 @@ if TB_TESTBED in ("lab", "hosts"):
             " --config {log}.config.json 2> {log} && cp {params.inventory} {output}"
 
     ALL_TARGETS.append(TB_PROBES)
+
+
+# the aws fleets' own cluster resources, which the runs of workloads/rules.smk (included next) hold
+include: "aws/resources.smk"

@@ -5,10 +5,11 @@
 #   data/runs/<testbed>/benchmarks.json                                        all runs, after the last cluster is down
 #   data/runs/<testbed>/experiments/<id>.json                                   one experiment (a reviewer's target)
 #
-# Runs hold the `cluster` resource (one at a time). Job priorities keep the runs of one cluster together and
-# shuffle them inside it (workloads/plan.py); workloads/run.py starts, reuses and replaces the cluster. A failed
-# run is recorded as failed and the rest go on; `python -m workloads.run --clusters data/runs/<testbed>/clusters
-# --forget-failed data/runs/<testbed>/status` makes the next call retry exactly the failed runs.
+# Runs hold the `cluster` resource (one at a time; on aws each fleet's own, TESTBED_RUN_RESOURCES). Job priorities
+# keep the runs of one cluster together and shuffle them inside it (workloads/plan.py); workloads/run.py starts,
+# reuses and replaces the cluster. A failed run is recorded as failed and the rest go on; `python -m workloads.run
+# --clusters data/runs/<testbed>/clusters --forget-failed data/runs/<testbed>/status` makes the next call retry
+# exactly the failed runs.
 import dataclasses as _wl_dc
 import json
 import sys as _wl_sys
@@ -129,14 +130,14 @@ rule benchmark_run:
             + (f" --rate {r.rate}" if r.rate else "")
             + f" --rep {r.rep} --default-tuning {r.default_tuning} --in-experiments {','.join(r.experiments)}"
         )(_wl_run(wc)),
-        clusters=f"{WL_RUNS_DIR}/clusters",
+        clusters=lambda wc: TESTBED_CLUSTERS_DIR(_wl_run(wc)),  # data/runs/<testbed>/clusters; per aws fleet
         testbed=WL_TESTBED,
         scale=WL_SCALE,
         limits=WL_LIMITS,
         testbed_args=lambda wc: TESTBED_RUN_ARGS(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
-        cluster=1,
+        **TESTBED_RUN_RESOURCES,  # cluster=1 (the Snakefile); an aws run holds its fleet's cluster_<fleet>
     shell:
         "python -m workloads.run --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver}"
@@ -168,7 +169,7 @@ rule fault_run:
             f" --fault {r.fault} --rep {r.rep} --default-tuning {r.default_tuning}"
             f" --in-experiments {','.join(r.experiments)}"
         )(_wl_run(wc)),
-        clusters=f"{WL_RUNS_DIR}/clusters",
+        clusters=lambda wc: TESTBED_CLUSTERS_DIR(_wl_run(wc)),
         testbed=WL_TESTBED,
         scale=WL_SCALE,
         seed=config["workloads"]["seed"],
@@ -177,7 +178,7 @@ rule fault_run:
         testbed_args=lambda wc: TESTBED_RUN_ARGS(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:
-        cluster=1,
+        **TESTBED_RUN_RESOURCES,
     shell:
         "python -m workloads.faultrun --clusters {params.clusters} --testbed {params.testbed} --scale {params.scale}"
         " --experiments {input.experiments} --driver {input.driver} --seed {params.seed}"

@@ -13,7 +13,7 @@ failed records so that the next Snakemake call retries exactly those runs.
 Bounds (workloads/guard.py, config `workloads.limits`): the runner gets a deadline derived from its scaled
 workload and is killed (its whole process group) when it overstays it; every `systems` call has a timeout; the
 data file system is checked before each cell and watched while it runs. A cell that hits a bound is recorded
-`failed` with `reason` (`timeout`, `disk`, `cluster`, `error`) and the phase it was in, its cluster is replaced,
+`failed` with `reason` (`timeout`, `disk`, `cluster`, `testbed`, `error`) and the phase it was in, its cluster is replaced,
 and the next cell runs. A stopped cluster's data is deleted (config `keep_data` keeps the last failed one).
 """
 from __future__ import annotations
@@ -65,7 +65,8 @@ def first_error(path: Path) -> str:
 
 
 class CellFailure(RuntimeError):
-    """A cell that could not run to its end: `reason` is timeout | disk | cluster | error, `phase` where it was."""
+    """A cell that could not run to its end: `reason` is timeout | disk | cluster | testbed | error, `phase` where it
+    was (`testbed`: the hosts it was to run on failed before it and are gone, testbeds/hooks.py testbed_failed)."""
 
     def __init__(self, reason: str, message: str, phase: str | None = None):
         super().__init__(message)
@@ -335,6 +336,9 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
     cl = Clusters(clusters, limits, inventory)
     runner_log = work / "runner.log"
     try:
+        gone = hooks.testbed_failed(inventory)  # an aws fleet torn down after its bring-up failed: nothing to reach
+        if gone:
+            raise CellFailure("testbed", gone, "set-up")
         host_view = hooks.host_pids(inventory)  # what of the hosts' CPU this machine can see
         wl_src = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
         wl, changes = scale.scale_workload(wl_src, doc["scales"][scale_name], run.rate)

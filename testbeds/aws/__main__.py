@@ -1,7 +1,12 @@
 """python -m testbeds.aws {estimate,up,down,leftovers}: the AWS testbed's command line.
 
-  estimate [--profile aws] [--markdown]     instance-hours and on-demand cost of the planned runs (nothing created)
+  estimate [--profile aws] [--markdown]     instance-hours, on-demand cost and wall time of the planned runs, one
+                                            fleet after another and as many at once as aws.parallel_fleets and
+                                            aws.vcpu_quota allow (nothing created)
   up --fleet s000 --inventory PATH          bring one fleet up (checks, confirm gate, up.yml) and write its inventory
+  step --fleet s000 --step up|prepare|probes --output PATH -- COMMAND
+                                            run one step of a fleet; if it fails, tear that fleet down alone, record
+                                            failed.json and write a failed stub to PATH (the workflow goes on)
   down [--run-id ID] [--fleet s000]         remove everything tagged with the run (safe to re-run)
   leftovers [--run-id ID]                   list what still carries the run's tag
 
@@ -66,6 +71,15 @@ def main(argv=None) -> int:
     u.add_argument("--facts-dir", type=Path, help="writes <dir>/<host>/aws-instance.json (beside the probes)")
     u.add_argument("--log", type=Path, default=None)
     u.add_argument("--run-id")
+    u.add_argument("--fail-after", help=argparse.SUPPRESS)  # tests: up.yml fails after this step (e.g. subnet)
+    st = sub.add_parser("step")
+    st.add_argument("--fleet", required=True)
+    st.add_argument("--step", required=True, choices=["up", "prepare", "probes"])
+    st.add_argument("--output", required=True, type=Path)
+    st.add_argument("--run-id")
+    st.add_argument("--log", type=Path, default=None, help="the step's log (its last line names a failure) and the"
+                    " teardown's")
+    st.add_argument("command", nargs=argparse.REMAINDER, help="-- then the shell command of the step")
     for name in ("down", "leftovers"):
         d = sub.add_parser(name)
         d.add_argument("--run-id", help="default: config aws.run_id, else data/runs/aws/run-id")
@@ -78,12 +92,21 @@ def main(argv=None) -> int:
         aws = config["aws"]
         if args.cmd == "estimate":
             _, rows, prices = plan.plan_from_config(config)
-            print(plan.markdown_table(rows, prices) if args.markdown else plan.format_estimate(rows, prices, aws))
+            packing = plan.packing_from_config(aws, rows)  # aws.vcpu_quota when set; the API is asked only by a run
+            print(plan.markdown_table(rows, prices, packing) if args.markdown
+                  else plan.format_estimate(rows, prices, aws, packing))
             return 0
+        if args.cmd == "step":
+            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not command:
+                raise AwsError("step: no command after --")
+            rid = args.run_id or provision.run_id(aws, create=False)
+            return provision.fleet_step(config, args.fleet, rid, args.step, args.output, " ".join(command), args.log)
         if args.cmd == "up":
             rid = args.run_id or provision.run_id(aws, create=True)
             log = args.log or ROOT / "logs" / "aws" / rid / f"up-{args.fleet}.log"
-            inv = provision.up(config, args.fleet, rid, args.inventory, log, facts_dir=args.facts_dir)
+            inv = provision.up(config, args.fleet, rid, args.inventory, log, facts_dir=args.facts_dir,
+                               fail_after=args.fail_after)
             print(f"aws: fleet {args.fleet} of run {rid} is up: {len(inv['hosts'])} hosts, inventory {args.inventory}",
                   file=sys.stderr)
             return 0

@@ -9,10 +9,12 @@ type again and fails if anything tagged with the run is left.
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import jsonschema
 
+from testbeds import hooks
 from testbeds.aws import plan
 from testbeds.aws.plan import ROOT, AwsError
 
@@ -35,6 +38,8 @@ RUN_ID_FILE = ROOT / "data" / "runs" / "aws" / "run-id"
 # down), torn-down.json (written by `down`: the hosts those files name are gone; aws_up reads it, see below)
 FLEETS_DIR = ROOT / "data" / "runs" / "aws" / "fleets"
 TORN_DOWN = "torn-down.json"
+# failed.json: a step of the fleet (up, prepare, probes) failed and the fleet was torn down alone (fleet_step)
+FAILED = hooks.FLEET_FAILED
 
 
 # ------------------------------------------------------------------------------------------- run id, keys
@@ -148,6 +153,19 @@ def preflight(config: dict, fleet_names: list[str] | None = None, require_confir
     for t in wanted:
         if t not in offered:
             raise AwsError(f"{aws['instances_file']}: instance type {t} is not offered in region {aws['region']}")
+    # the vCPUs the quota counts: the instances file's against EC2's own, then each fleet against the quota
+    try:
+        described = {i["InstanceType"]: i["VCpuInfo"]["DefaultVCpus"]
+                     for i in ec2.describe_instance_types(InstanceTypes=wanted)["InstanceTypes"]}
+    except Exception as exc:  # noqa: BLE001 - botocore's errors, one line
+        raise AwsError(f"AWS API ({aws['region']}): {str(exc).splitlines()[0]}") from None
+    stated = {g.type: g.vcpus for r in rows for g in (r.fleet.servers, r.fleet.clients)}
+    for t in wanted:
+        if t in described and described[t] != stated[t]:
+            raise AwsError(f"{aws['instances_file']}: vcpus.{t}: {stated[t]}, but EC2 describes {t} with"
+                           f" {described[t]} vCPUs")
+    quota, source = plan.vcpu_quota(aws, session)
+    plan.pack(rows, 1, quota, source)  # a fleet alone above the quota: one line naming it, before anything is made
     return by_fleet, rows, prices, session
 
 
@@ -261,7 +279,10 @@ def make_inventory(fleet: plan.Fleet, rid: str, made: dict, key: Path, aws: dict
     inventory = {
         "schemaVersion": 1, "testbed": "aws", "id": rid, "createdAt": datetime.now(timezone.utc).isoformat(),
         "ssh": {"user": aws["ssh_user"], "port": 22, "privateKey": str(key),
-                "knownHosts": str(key.parent / "known_hosts"), "options": ["StrictHostKeyChecking=accept-new"]},
+                # one file per fleet: the fleets of a run come up side by side, and an address one fleet gave back
+                # may come to another with a new key
+                "knownHosts": str(key.parent / f"known_hosts-{fleet.name}"),
+                "options": ["StrictHostKeyChecking=accept-new"]},
         "hosts": hosts,
         "network": {"region": aws["region"], "vpc": made["vpc"], "subnet": made["subnet"],
                     "securityGroup": made["securityGroup"], "internetGateway": made["internetGateway"]},
@@ -366,3 +387,103 @@ def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None,
         time.sleep(min(5 * (attempt + 1), 20))
     raise AwsError(f"aws down {rid}: still tagged after teardown: "
                    + "; ".join(f"{k}: {', '.join(v)}" for k, v in left.items()))
+
+
+# ------------------------------------------------------------------------------------------- one fleet's failure
+def fleet_failure(fleet: str, rid: str, fleets_dir: Path = FLEETS_DIR) -> dict | None:
+    """The failure record of the fleet in this run (failed.json), or None."""
+    try:
+        rec = json.loads((Path(fleets_dir) / fleet / FAILED).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if rec.get("run") == rid and rec.get("fleet") == fleet else None
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def failed_stub(rec: dict) -> dict:
+    """What a failed fleet's step writes as its output instead (inventory.json, prepared.json, the probes summary):
+    the fleet, the run and the failure, no hosts. workloads/run.py records the fleet's runs failed from it
+    (testbeds/hooks.py testbed_failed) without reaching for any host."""
+    return {"testbed": "aws", "id": rec["run"], "provider": {"fleet": rec["fleet"]}, "failed": rec,
+            "hosts": [], "files": []}
+
+
+def _error_of(stderr_tail, log: Path | None, rc: int) -> str:
+    lines = [ln.strip() for ln in stderr_tail if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith(("aws: ", "testbeds: ")):
+            return ln[:300]
+    if lines:
+        return lines[-1][:300]
+    try:
+        tail = [ln.strip() for ln in Path(log).read_text(errors="replace").splitlines() if ln.strip()] if log else []
+    except OSError:
+        tail = []
+    return (tail[-1][:300] if tail else f"exit status {rc}") + (f" (log: {log})" if log else "")
+
+
+def fleet_step(config: dict, fleet: str, rid: str, step: str, output: Path, command: str, log: Path | None = None,
+               fleets_dir: Path = FLEETS_DIR) -> int:
+    """Run one step of a fleet (`up`, `prepare`, `probes`: the shell command that makes `output`) so that its failure
+    stays the fleet's own: the fleet is torn down at once (this fleet only), failed.json records the step and the
+    error, and `output` is written as a failed stub (failed_stub), so the job succeeds and the workflow goes on: the
+    fleet's later steps are skipped (a step of a fleet that failed writes its stub and returns), its runs are recorded
+    failed, its aws_down marks it down, and the other fleets go on. `up` starts the fleet afresh (a failed.json of an
+    earlier attempt is removed). Returns the exit status: 0, or the command's when it was interrupted (nothing
+    recorded: a rerun does the step again), 1 when the teardown itself failed (the error handler tears down the run)."""
+    fleets_dir = Path(fleets_dir)
+    failed_file = fleets_dir / fleet / FAILED
+    if step == "up":
+        failed_file.unlink(missing_ok=True)
+    else:
+        prior = fleet_failure(fleet, rid, fleets_dir)
+        if prior is not None:
+            _write_json(output, failed_stub(prior))
+            print(f"aws: fleet {fleet} failed at {prior.get('step')} earlier; {step} skipped", file=sys.stderr)
+            return 0
+    interrupted: list[int] = []
+    proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, stderr=subprocess.PIPE, text=True, errors="replace")
+
+    def _forward(signum, frame):
+        interrupted.append(signum)
+        try:
+            proc.send_signal(signum)
+        except OSError:
+            pass
+
+    old = {sig: signal.signal(sig, _forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    tail: collections.deque = collections.deque(maxlen=40)
+    try:
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            tail.append(line)
+        rc = proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if rc == 0:
+        return 0
+    if interrupted or rc < 0 or rc in (130, 143):
+        print(f"aws: fleet {fleet}: {step} interrupted; nothing recorded", file=sys.stderr)
+        return rc if rc > 0 else 128 + (interrupted[0] if interrupted else -rc)
+    error = _error_of(tail, log, rc)
+    print(f"aws: fleet {fleet} failed at {step}: {error}; tearing down this fleet only", file=sys.stderr)
+    rec = {"run": rid, "fleet": fleet, "step": step, "error": error, "exitStatus": rc,
+           "failedAt": datetime.now(timezone.utc).isoformat()}
+    try:
+        down(config, rid, Path(log) if log else ROOT / "logs" / "aws" / rid / f"down-{fleet}.log", fleet=fleet,
+             fleets_dir=fleets_dir)
+    except AwsError as exc:
+        print(f"aws: fleet {fleet}: the teardown after the failed {step} failed too: {exc}", file=sys.stderr)
+        return 1
+    _write_json(failed_file, rec)
+    _write_json(output, failed_stub(rec))
+    print(f"aws: fleet {fleet} is torn down; its runs are recorded failed, the other fleets go on", file=sys.stderr)
+    return 0

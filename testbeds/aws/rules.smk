@@ -1,22 +1,35 @@
 # Snakemake rules of the AWS testbed (included by the root Snakefile after workloads/rules.smk; active only when
-# config testbed is aws). One fleet per study (testbeds/aws/instances.yaml), one after another:
+# config testbed is aws). One fleet per study (testbeds/aws/instances.yaml), the fleets side by side:
 #
 #   aws_up      data/runs/aws/fleets/<fleet>/inventory.json     provision (testbeds/aws/up.yml) -> the inventory;
 #                                                               each host's EC2 facts in data/raw/aws/probes/<host>/aws-instance.json
 #   aws_prepare data/runs/aws/fleets/<fleet>/prepared.json      every host prepared with Ansible (testbeds prepare + ping)
 #   aws_probes  data/raw/aws/probes/<fleet>.json                dd + fio on every server's data dirs (testbeds probes)
-#   benchmark_run (workloads/rules.smk)                          each run of the fleet's study, on its hosts (--inventory)
-#   aws_down    data/runs/aws/fleets/<fleet>/down.json          tear the fleet down once its runs are done; the next
-#                                                               fleet's aws_up waits for it
+#   benchmark_run (workloads/rules.smk)                          each run of the fleet's study, on its hosts (--inventory),
+#                                                               holding cluster_<fleet> (testbeds/aws/resources.smk): one
+#                                                               cluster at a time per fleet, in data/runs/aws/fleets/<fleet>/clusters
+#   aws_down    data/runs/aws/fleets/<fleet>/down.json          tear the fleet down once its runs are done
 #   then benchmarks -> analysis -> paper, as on every testbed; onsuccess and onerror tear down whatever still
 #   carries the run's tag (python -m testbeds.aws down), so does `snakemake --profile aws teardown`. Every
 #   teardown writes data/runs/aws/fleets/<fleet>/torn-down.json for each fleet not done yet; aws_up takes it as
 #   an input, so a rerun after an error provisions that fleet anew (its recorded runs are not redone).
 #
-# Nothing is created before the onstart gate: it prints the instance-hours and the on-demand cost of the planned
-# jobs and refuses unless aws.confirm is true and the credentials resolve.
+# Which fleets are up at once (testbeds/aws/plan.py pack): all of them, unless aws.parallel_fleets, the account's
+# vCPU quota (aws.vcpu_quota, else Service Quotas when credentials resolve) or the region's room for the fleets' VPCs
+# and internet gateways holds fewer; then a fleet's aws_up also waits for the down.json of the fleets it must follow
+# (AWS_PACKING.after). aws.parallel_fleets: 1 is one fleet after another in name order.
+#
+# A fleet's own failure stays its own: aws_up, aws_prepare and aws_probes run through `python -m testbeds.aws step`,
+# which on a failure tears that fleet down alone, records data/runs/aws/fleets/<fleet>/failed.json and writes a
+# failed stub as the step's output; the fleet's later steps are skipped, its runs recorded failed (reason testbed),
+# its aws_down marks it down, and the other fleets go on (the profile keeps going past any other failed job too).
+#
+# Nothing is created before the onstart gate: it prints the instance-hours, the on-demand cost and the wall time of
+# the planned jobs and refuses unless aws.confirm is true, the credentials resolve and the fleets planned at once
+# fit the account's vCPU quota and the region's VPCs.
 if config["testbed"] == "aws":
     import json as _aws_json
+    import shlex as _aws_shlex
     import sys as _aws_sys
 
     from testbeds.aws import plan as _aws_plan
@@ -30,6 +43,16 @@ if config["testbed"] == "aws":
         _aws_sys.exit(1)
     # the run id: config, else data/runs/aws/run-id, else a new one (written by the onstart gate of a real run)
     AWS_RUN_ID = _aws_prov.run_id(AWS, create=False)
+    # which fleets run at once: within aws.parallel_fleets, the account's vCPU quota and the region's room for the
+    # fleets' VPCs, as far as they are known now (read with the credentials, when they resolve)
+    try:
+        AWS_PACKING = _aws_plan.packing_from_config(
+            AWS, _AWS_ROWS, _aws_plan.planning_limits(AWS, AWS_RUN_ID, query=workflow.is_main_process))
+    except _aws_plan.AwsError as _aws_error:
+        print(f"aws: {_aws_error}", file=_aws_sys.stderr)
+        _aws_sys.exit(1)
+    if workflow.is_main_process and AWS_PACKING.note():
+        print(f"aws: {AWS_PACKING.note()}", file=_aws_sys.stderr)
     AWS_FLEETS = sorted(_AWS_BY_FLEET)
     AWS_FLEET_OF = {r.key: f for f, runs in _AWS_BY_FLEET.items() for r in runs}
     AWS_DIR = "data/runs/aws/fleets"
@@ -51,6 +74,14 @@ if config["testbed"] == "aws":
     def TESTBED_RUN_ARGS(run):
         return f"--inventory {_aws_inventory(AWS_FLEET_OF[run.key])}"
 
+    def TESTBED_CLUSTERS_DIR(run):  # each fleet keeps its own running cluster (workloads/run.py's current.json)
+        return f"{AWS_DIR}/{AWS_FLEET_OF[run.key]}/clusters"
+
+    def _aws_step(step, output, log):
+        """`python -m testbeds.aws step ... -- COMMAND`: a failure tears down this fleet alone (see the top)."""
+        return (f"python -m testbeds.aws step --fleet {{wildcards.fleet}} --step {step} --run-id {AWS_RUN_ID}"
+                f" --output {output} --log {log} -- {{params.cmd:q}}")
+
     # probes run on the fleets' servers, not on the controller: the hw-probes stage's local probe files are
     # replaced (in place: analysis/rules.smk reads the list) by one summary per fleet
     for _f in HW_PROBE_FILES:
@@ -67,9 +98,9 @@ if config["testbed"] == "aws":
         input:
             instances=AWS["instances_file"],
             prices=AWS["prices_file"],
-            # fleets run one after another: the previous one is down before the next is created
-            previous=lambda wc: [f"{AWS_DIR}/{AWS_FLEETS[AWS_FLEETS.index(wc.fleet) - 1]}/down.json"]
-            if AWS_FLEETS.index(wc.fleet) > 0 else [],
+            # the fleets this one follows (their vCPUs must be free first): none when all run at once; the one
+            # before it with aws.parallel_fleets 1
+            previous=lambda wc: [f"{AWS_DIR}/{f}/down.json" for f in AWS_PACKING.after.get(wc.fleet, ())],
             # written by every teardown (onerror, `teardown`, `python -m testbeds.aws down`) while the fleet is
             # not done: newer than the inventory, so a rerun provisions the fleet anew instead of using dead hosts
             torn_down=lambda wc: _aws_prov.aws_up_inputs(wc.fleet, AWS_DIR),
@@ -78,11 +109,10 @@ if config["testbed"] == "aws":
         log:
             f"{AWS_LOGS}/up-{{fleet}}.log",
         params:
-            run=AWS_RUN_ID,
-            facts="data/raw/aws/probes",
+            cmd=lambda wc: f"python -m testbeds.aws up --fleet {wc.fleet} --run-id {AWS_RUN_ID}"
+            f" --inventory {_aws_inventory(wc.fleet)} --facts-dir data/raw/aws/probes --log {AWS_LOGS}/up-{wc.fleet}.log",
         shell:
-            "python -m testbeds.aws up --fleet {wildcards.fleet} --run-id {params.run} --inventory {output}"
-            " --facts-dir {params.facts} --log {log}"
+            _aws_step("up", "{output}", "{log}")
 
     rule aws_prepare:
         """Every host of one fleet prepared with Ansible: directories, limits, JDK, distributions, runner."""
@@ -94,10 +124,13 @@ if config["testbed"] == "aws":
             f"{AWS_DIR}/{{fleet}}/prepared.json",
         log:
             f"{AWS_LOGS}/prepare-{{fleet}}.log",
+        params:
+            cmd=lambda wc: (lambda inv, log: f"python -m testbeds prepare --inventory {inv} --log {log}.ansible 2> {log}"
+                            f" && python -m testbeds ping --inventory {inv} --log {log}.ansible 2>> {log}"
+                            f" && cp {inv} {_aws_prepared(wc.fleet)}")(_aws_inventory(wc.fleet),
+                                                                       f"{AWS_LOGS}/prepare-{wc.fleet}.log"),
         shell:
-            "python -m testbeds prepare --inventory {input.inventory} --log {log}.ansible 2> {log}"
-            " && python -m testbeds ping --inventory {input.inventory} --log {log}.ansible 2>> {log}"
-            " && cp {input.inventory} {output}"
+            _aws_step("prepare", "{output}", "{log}")
 
     rule aws_probes:
         """dd and fio on every server host's data directories (testbeds probes, one host after another)."""
@@ -109,13 +142,15 @@ if config["testbed"] == "aws":
         log:
             f"{AWS_LOGS}/probes-{{fleet}}.log",
         params:
-            hw=lambda wc: _aws_json.dumps({"hw_probes": config["hw_probes"]}),
+            cmd=lambda wc: (lambda log: f"echo {_aws_shlex.quote(_aws_json.dumps({'hw_probes': config['hw_probes']}))}"
+                            f" > {log}.config.json && python -m testbeds probes --inventory {_aws_inventory(wc.fleet)}"
+                            f" --out data/raw/aws/probes --config {log}.config.json"
+                            f" --summary data/raw/aws/probes/{wc.fleet}.json 2> {log}")(f"{AWS_LOGS}/probes-{wc.fleet}.log"),
         resources:
-            cluster=1,
+            # the fleet's cluster resource: its servers are probed while none of its clusters runs
+            **{aws_cluster_resource(_f): (lambda wc, _f=_f: int(wc.fleet == _f)) for _f in AWS_FLEET_NAMES},
         shell:
-            "echo {params.hw:q} > {log}.config.json"
-            " && python -m testbeds probes --inventory {input.inventory} --out data/raw/aws/probes"
-            " --config {log}.config.json --summary {output} 2> {log}"
+            _aws_step("probes", "{output}", "{log}")
 
     rule aws_down:
         """Tear one fleet down once its runs are done (recorded, ok or failed) and its servers probed."""
@@ -154,10 +189,19 @@ if config["testbed"] == "aws":
             doc = _wl_plan.load(WL_FILE)
             rows = _aws_plan.estimate(_aws_plan.assign(planned, doc, fleets, AWS["instances_file"]), fleets, est,
                                       prices, AWS["prices_file"])
-            print(_aws_plan.format_estimate(rows, prices, AWS), file=_aws_sys.stderr)
+            # the wall time of what is left to run, packed as the DAG packs the fleets
+            packing = _aws_plan.pack(rows, AWS.get("parallel_fleets"), AWS_PACKING.quota, AWS_PACKING.quota_source,
+                                     AWS_PACKING.room, AWS_PACKING.room_source)
+            print(_aws_plan.format_estimate(rows, prices, AWS, packing), file=_aws_sys.stderr)
             _aws_plan.check_lifetime(rows, AWS)
+            if AWS.get("vcpu_quota") is not None:  # no credentials needed
+                _aws_plan.check_packing(AWS_PACKING, *_aws_plan.vcpu_quota(AWS), rows)
             _aws_plan.check_confirm(AWS)
-            _aws_plan.check_credentials(AWS["region"])
+            session = _aws_plan.check_credentials(AWS["region"])
+            # the fleets the DAG brings up at once (AWS_PACKING) against the account's quota and the region's VPCs,
+            # read now
+            _aws_plan.check_packing(AWS_PACKING, *_aws_plan.vcpu_quota(AWS, session), rows)
+            _aws_plan.check_room(AWS_PACKING, *_aws_plan.network_room(AWS, session, AWS_RUN_ID))
         except _aws_plan.AwsError as exc:
             raise WorkflowError(f"aws: {exc}")
         if not AWS.get("run_id") and not _aws_prov.RUN_ID_FILE.exists():

@@ -17,7 +17,9 @@ SSH_CIDR = "203.0.113.7/32"
 def config(**aws):
     from testbeds.aws.__main__ import load_config
 
-    base = {"run_id": RUN, "confirm": True, "ssh_cidr": SSH_CIDR, "ami_owner": "123456789012", "max_lifetime_hours": 50}
+    # vcpu_quota: moto's server has no EC2 quotas in Service Quotas (NoSuchResource), so the tests state one
+    base = {"run_id": RUN, "confirm": True, "ssh_cidr": SSH_CIDR, "ami_owner": "123456789012", "max_lifetime_hours": 50,
+            "vcpu_quota": 1024}
     base.update(aws)
     return load_config("aws", [f"aws.{k}={json.dumps(v)}" for k, v in base.items()])
 
