@@ -290,3 +290,15 @@ def csv_rows(path: Path):
     import csv
     with open(path, newline="") as f:
         yield from csv.DictReader(f)
+
+
+# the appendix prints each entry's words in a narrow column of a PDF table: a run of characters with no space wider
+# than the column overflows it (a note once cited "streamnative/openmessaging-benchmark@e750749)," and the real-data
+# render found it 7 times in the PDF). 30 characters fit the narrowest column at the table's font size.
+LONGEST_WORD = 30
+
+
+def test_no_entry_has_a_word_wider_than_the_tables_column(registry):
+    wide = [f"{s['path']}: {e['item']}: {k}: {w!r}" for s in registry for e in s["items"] for k, v in e.items()
+            if isinstance(v, str) for w in v.split() if len(w) > LONGEST_WORD]
+    assert not wide, wide
