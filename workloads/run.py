@@ -417,6 +417,10 @@ def _epoch(iso: str | None) -> float | None:
 
 
 def forget_failed(status_root: Path) -> int:
+    """Delete the failed run records under status_root, and with them the summaries built from them
+    (`<testbed>/benchmarks.json`, `<testbed>/experiments/*.json`): Snakemake reruns a missing run record only for a
+    target that needs it, and an existing summary newer than its records needs nothing, so without this `all`
+    planned no retry (only the record's own path did)."""
     n = 0
     for p in status_root.rglob("*.json"):
         try:
@@ -425,6 +429,10 @@ def forget_failed(status_root: Path) -> int:
                 n += 1
         except (OSError, ValueError):
             continue
+    if n:
+        runs_dir = status_root.parent
+        for summary_file in [runs_dir / "benchmarks.json", *sorted((runs_dir / "experiments").glob("*.json"))]:
+            summary_file.unlink(missing_ok=True)
     return n
 
 

@@ -33,7 +33,16 @@ def test_failed_run_is_recorded_without_a_result(tmp_path):
     assert not (tmp_path / "runs/clusters/current.json").exists()
     s = summary.summarise(tmp_path / "runs/status")
     assert (s["runs"], s["ok"], s["failed"]) == (1, 0, 1)
+    # the summaries built from the records go with them, so that `snakemake all` plans the retry
+    (tmp_path / "runs/benchmarks.json").write_text("{}")
+    (tmp_path / "runs/experiments").mkdir()
+    (tmp_path / "runs/experiments/E000-LAT1.json").write_text("{}")
     assert wrun.forget_failed(tmp_path / "runs/status") == 1 and not status.exists()
+    assert not (tmp_path / "runs/benchmarks.json").exists()
+    assert not list((tmp_path / "runs/experiments").iterdir())
+    # nothing failed, nothing forgotten: the summaries stay
+    (tmp_path / "runs/benchmarks.json").write_text("{}")
+    assert wrun.forget_failed(tmp_path / "runs/status") == 0 and (tmp_path / "runs/benchmarks.json").exists()
 
 
 def test_summary_counts_and_filters_by_experiment(tmp_path):
