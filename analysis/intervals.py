@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import stats
+
 HOLDS = "holds"
 DIFFERS = "differs"
 NOT_SEPARABLE = "not separable at this scale"
@@ -119,9 +121,8 @@ def of(values) -> Interval | None:
     if bad:
         raise ValueError(f"not a finite repetition value: {bad[0]!r}")
     n = len(xs)
-    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
     ci = order_statistic_ci(xs) if n >= MIN_CI else (None, None, None)
-    return Interval(tuple(xs), n, med, xs[0], xs[-1], *ci)
+    return Interval(tuple(xs), n, stats.median(xs), xs[0], xs[-1], *ci)
 
 
 # ---------------------------------------------------------------- regions and verdicts
