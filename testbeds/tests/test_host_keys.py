@@ -52,7 +52,9 @@ def aws_inventory(tmp_path) -> inventory.Inventory:
 
 def test_aws_ssh_arguments_accept_new_keys_into_the_fleets_known_hosts(tmp_path):
     inv = aws_inventory(tmp_path)
-    fleet_known = str(tmp_path / "cache" / "aws" / "t30" / "known_hosts")
+    # each fleet has its own file: fleets up at once must not write one file, and a later fleet may be given an
+    # address an earlier fleet's host had, with another key
+    fleet_known = str(tmp_path / "cache" / "aws" / "t30" / "known_hosts-s002")
     for h in inv.hosts:
         for args in (remote.ssh_cmd(h, "true"), remote.ssh_options(h)):
             assert first(args, "StrictHostKeyChecking") == "accept-new"
@@ -62,7 +64,9 @@ def test_aws_ssh_arguments_accept_new_keys_into_the_fleets_known_hosts(tmp_path)
 
 def test_ansible_uses_the_same_host_key_choice(tmp_path):
     inv = aws_inventory(tmp_path)
-    fleet_known = str(tmp_path / "cache" / "aws" / "t30" / "known_hosts")
+    # each fleet has its own file: fleets up at once must not write one file, and a later fleet may be given an
+    # address an earlier fleet's host had, with another key
+    fleet_known = str(tmp_path / "cache" / "aws" / "t30" / "known_hosts-s002")
     cfg = configparser.ConfigParser()
     cfg.read(remote.ANSIBLE_DIR / "ansible.cfg")
     ssh_args = shlex.split(cfg["ssh_connection"]["ssh_args"])
