@@ -16,7 +16,7 @@ from . import dist
 from . import durability as dur
 from . import faultfs as ffs
 from . import plan as splan
-from .proc import (LOOPBACK, PidRecord, allocate_ports, ensure_ports_free, port_listening, read_pid_records,
+from .proc import (LOOPBACK, PidRecord, ensure_ports_free, port_listening, read_pid_records,
                    rss_bytes, start_process, stop_records, tail, wait_ports_closed, pid_dir)
 from .util import SystemsError, atomic_write_json, load_config, resolve, versions
 
@@ -147,11 +147,12 @@ class Run:
                                        f"{tail(Path(o.log))}")
             for name in stage.start:
                 self.start_node(pl.node(name))
-            try:
-                ready.wait(stage.wait, self.deadline, self.dead)
+            try:  # any node of the cluster that dies ends the wait (a bookie while the broker's health is awaited)
+                ready.wait(stage.wait, self.deadline, lambda node: self.dead("*"))
             except ready.NotReady as e:
-                if self.dead(e.node):
-                    raise SystemsError(str(e)) from None
+                why = self.dead("*")
+                if why:
+                    raise SystemsError(why) from None
                 log = pl.node(e.node).log
                 raise SystemsError(f"{e.node}: {e} after {self.cfg['startup_timeout_seconds']} s; last lines of "
                                    f"{log}:\n{tail(Path(log))}") from None
