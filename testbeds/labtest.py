@@ -72,8 +72,8 @@ def main(argv=None) -> int:
         d = Path(inv.provider["dir"])
         seen["pids"] += [int(Path(f).read_text().split()[0]) for f in inv.provider["sshdPidFiles"].values()]
         tp = time.monotonic()
-        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path)], check=True,
-                       cwd=root(), timeout=1800)
+        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path), "--systems",
+                        a.systems], check=True, cwd=root(), timeout=1800)
         say(f"prepared in {time.monotonic() - tp:.0f} s")
         for system in [s for s in a.systems.split(",") if s]:
             rec = cell(system, a.out, inv_path)
