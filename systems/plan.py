@@ -116,7 +116,8 @@ class Node:
         """The node's entry in cluster.json."""
         return {"name": self.name, "role": self.role, "id": self.id, "host": self.host.address,
                 "hostName": self.host.name, "ports": dict(self.ports), "pid": None, "pgid": None,
-                "dataDirs": list(self.data_dirs), "conf": list(self.conf), "log": self.log}
+                "dataDirs": list(self.data_dirs), "conf": list(self.conf), "log": self.log,
+                "stopStage": self.stop_stage, "hostRunDir": self.host.root}
 
 
 @dataclass

@@ -71,6 +71,7 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
         "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
                      "proc": str(root() / "systems" / "proc.py"),
                      "ready": str(root() / "systems" / "ready.py"),
+                     "faulthook": str(root() / "systems" / "faulthook.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
                      "init": str(HERE / "hostside" / "__init__.py"),
                      "hwprobe": str(root() / "hw-probes" / "hwprobe")},
