@@ -248,6 +248,10 @@ def playbook(inv: Inventory, name: str, extra: dict[str, Any] | None = None, *, 
             except (OSError, ValueError):
                 pass
             if fails:
+                # the first failed host in the inventory's order, whatever order Ansible's workers finished in: a
+                # failure every host shares is reported the same way each time
+                order = {h.name: i for i, h in enumerate(inv.hosts)}
+                fails.sort(key=lambda x: order.get(x.get("host"), len(order)))
                 f = fails[0]
                 more = f" (and {len(fails) - 1} more)" if len(fails) > 1 else ""
                 raise TestbedError(f"host {f['host']}: {name}: {f['task']}: {f['msg']}{more} (log {log})")
