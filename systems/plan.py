@@ -163,10 +163,6 @@ class ClusterPlan:
         return path
 
     def add(self, node: Node) -> Node:
-        # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
-        # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
-        # in /tmp. In the node's directory it goes with the node (proc.start_process clears a stale copy).
-        node.env = {"ROCKSDB_SHAREDLIB_DIR": posixpath.join(node.dir, "tmp"), **node.env}
         self.nodes.append(node)
         return node
 
@@ -370,7 +366,7 @@ def plan_pravega(pl: ClusterPlan, cfg: dict, ss: dict[str, Any]) -> None:
     stage2.once.append(Once("bookkeeper-initnewcluster", h0,
                             _pravega_java(pl, cfg, h0, ond, "128m", None, P["bookie-shell"],
                                           ["-conf", conf0, "initnewcluster"], {}),
-                            cwd=ond, log=posixpath.join(ond, "bookkeeper-initnewcluster.log")))
+                            cwd=ond, log=posixpath.join(ond, "logs", "bookkeeper-initnewcluster.log")))
 
     # the segment store first; the controller once it listens: the controller assigns the segment containers to it
     # and creates its own system streams on it (started before, it backs off between retries: 30 s slower to ready)
@@ -428,4 +424,9 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
         plan_pulsar(pl, cfg, ss, conf_dir, faults)
     else:
         plan_pravega(pl, cfg, ss)
+    for n in pl.nodes:
+        # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
+        # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
+        # in /tmp. In the node's directory it goes with the node (proc.start_process clears a stale copy).
+        n.env = {"ROCKSDB_SHAREDLIB_DIR": posixpath.join(n.dir, "tmp"), **n.env}
     return pl

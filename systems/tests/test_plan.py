@@ -147,6 +147,8 @@ def test_every_stage_condition_names_a_node_of_the_plan_and_every_started_node_i
         assert sorted(started) == sorted(names), system  # each node starts once
         awaited = {c["node"] for s in pl.stages for c in s.wait}
         assert awaited <= names and awaited == names, (system, names - awaited)
+        for n in pl.nodes:  # RocksDB's JNI library goes to the node's own directory, not the host's /tmp
+            assert n.env["ROCKSDB_SHAREDLIB_DIR"] == f"{n.dir}/tmp", (system, n.name)
         for s in pl.stages:
             for c in s.wait:  # a condition is checked on its node's host: it names that host's address
                 addr = pl.host_of(c["node"]).address
