@@ -47,6 +47,16 @@ def testbed_failed(inventory: str | None) -> str | None:
             " did not start")
 
 
+def enter_controller(inventory: str | None) -> None:
+    """Re-run this command inside the controller's network namespace when the inventory names one (the lab: the
+    hosts' addresses exist only there), as `python -m testbeds` does; a process that talks to the hosts itself (a
+    fault run's clients) needs it."""
+    if inventory is None:
+        return
+    from testbeds import inventory as inv_mod, util
+    util.reexec_in(inv_mod.load(inventory).provider.get("controllerNetns"))
+
+
 def systems_cmd(*args: str, inventory: str | None = None) -> list[str]:
     """The command line of `python -m systems ARGS` on the testbed of this inventory (None: this machine)."""
     if inventory is None:

@@ -120,7 +120,7 @@ def main(argv=None) -> int:
                     failures.append(f"{system} L1 cell: no GC log of the server hosts' brokers was read")
         for system, fault in faults:
             rec = fault_cell(system, fault, a.out, inv_path)
-            f = rec.get("fault") or {}
+            f = rec.get("fault") if isinstance(rec.get("fault"), dict) else {}
             say(f"{system} L1 {fault}: {rec['status']} in {rec['seconds']} s, {f.get('lost')} lost of "
                 f"{f.get('acknowledged')} acknowledged, targets {f.get('targets')}"
                 + (f": {rec.get('error', '').splitlines()[0]}" if rec["status"] != "ok" else ""))

@@ -64,7 +64,7 @@ from pathlib import Path
 import yaml
 
 from workloads import plan, scale
-from workloads.run import CellFailure, Clusters, now, tail
+from workloads.run import CellFailure, Clusters, hooks, now, tail
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_MS = 1000.0       # a send acknowledged later than this counts as unavailable
@@ -923,6 +923,8 @@ def main(argv=None) -> int:
                  f"{', '.join(f for f, s in plan.FAULTS.items() if a.system in s)})")
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, None, a.workload, None, a.rep, exps, a.default_tuning, a.fault)
+    if a.inventory and not hooks.testbed_failed(a.inventory):
+        hooks.enter_controller(a.inventory)  # the cycle's clients talk to the hosts themselves
     rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), Path(a.clusters), Path(a.log),
                   Path(a.driver), a.seed, Path(a.experiments), json.loads(a.limits), a.inventory, a.keep_cluster)
     f = rec.get("fault") or {}
