@@ -15,7 +15,8 @@ from typing import Any
 from . import dist
 from . import durability as dur
 from . import faultfs as ffs
-from .proc import (LOOPBACK, PidRecord, allocate_ports, ensure_ports_free, port_listening, read_pid_records,
+from . import plan as splan
+from .proc import (LOOPBACK, PidRecord, ensure_ports_free, port_listening, read_pid_records,
                    rss_bytes, start_process, stop_records, tail, wait_ports_closed, pid_dir)
 from .util import SystemsError, atomic_write_json, load_config, resolve, versions
 
@@ -77,25 +78,8 @@ class Run:
     def node_dir(self, name: str) -> Path:
         return self.rundir / "nodes" / name
 
-    def node_log(self, name: str) -> Path:
-        return self.node_dir(name) / "logs" / "node.log"
-
     def tail(self, path: Path, n: int = 30) -> str:
         return tail(path, n)
-
-    def ports(self, node: str, names: list[str]) -> list[int]:
-        ps = allocate_ports(len(names), exclude=set(self.all_ports.values()))
-        for n, p in zip(names, ps):
-            self.all_ports[f"{node}.{n}"] = p
-        return ps
-
-    def add_node(self, *, name: str, role: str, id: int, ports: dict[str, int], data_dirs: list[Path],
-                 conf: list[Path]) -> None:
-        self.nodes.append({"name": name, "role": role, "id": id, "host": LOOPBACK, "ports": dict(ports),
-                           "pid": None, "pgid": None, "dataDirs": [str(d) for d in data_dirs],
-                           "conf": [str(c) for c in conf], "log": str(self.node_log(name))})
-        if self.faultfs is not None and data_dirs:
-            self.mount_faultfs(name, data_dirs)
 
     def mount_faultfs(self, name: str, data_dirs: list[Path]) -> None:
         """Put each (still empty) data directory of the node on its own faultfs mount; the backing directory is
@@ -109,77 +93,83 @@ class Run:
                 raise SystemsError(f"{name}: --faultfs: {e}") from None
             self.faultfs.setdefault(name, []).append(str(d))
 
-    def node(self, name: str) -> dict[str, Any]:
-        return next(n for n in self.nodes if n["name"] == name)
-
     # --- processes
-    def spawn(self, name: str, cmd: list[str], *, cwd: Path, log: Path, stop_stage: int = 0,
-              env: dict[str, str] | None = None) -> subprocess.Popen:
-        # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
-        # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
-        # in /tmp. In the node's directory it goes with the node's data (`up` and `down --purge`).
-        extra = {"ROCKSDB_SHAREDLIB_DIR": str(self.node_dir(name) / "tmp"), **(env or {})}
+    def spawn(self, name: str, cmd: list[str], *, cwd: Path, log: Path, env: dict[str, str],
+              stop_stage: int = 0) -> subprocess.Popen:
         e = dict(os.environ)
-        e.update(extra)
+        e.update(env)
+        Path(cwd).mkdir(parents=True, exist_ok=True)
         p, rec = start_process(self.rundir, name, cmd, cwd=cwd, log=log, env=e, stop_stage=stop_stage,
-                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), env_extra=extra)
+                               max_log_bytes=int(self.cfg["node_log_max_mb"] * (1 << 20)), env_extra=env)
         self.procs[name] = p
         return p
 
-    def start_node(self, name: str, cmd: list[str], *, cwd: Path, stop_stage: int = 0,
-                   env: dict[str, str] | None = None) -> None:
-        n = self.node(name)
-        ports = {f"{name}.{k}": v for k, v in n["ports"].items()}
-        ensure_ports_free(ports)
-        p = self.spawn(name, cmd, cwd=cwd, log=self.node_log(name), stop_stage=stop_stage, env=env)
-        n["pid"] = p.pid
-        n["pgid"] = os.getpgid(p.pid)
-        self.log(f"started {name} (pid {p.pid})")
-
-    def wait_exit(self, p: subprocess.Popen, name: str, timeout: float) -> int:
+    def wait_exit(self, p: subprocess.Popen, name: str, log: Path, timeout: float) -> int:
         try:
             rc = p.wait(timeout=min(timeout, max(1.0, self.deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
-            log = self.node_dir(name.rsplit("-format", 1)[0]) / "format.log" if name.endswith("-format") else None
-            extra = f"; last lines of {log}:\n{tail(log)}" if log else ""
             raise SystemsError(f"{name}: did not finish within the start-up timeout "
-                               f"({self.cfg['startup_timeout_seconds']} s){extra}") from None
+                               f"({self.cfg['startup_timeout_seconds']} s); last lines of {log}:\n{tail(log)}") from None
         (pid_dir(self.rundir) / f"{name}.json").unlink(missing_ok=True)
         return rc
 
-    def check_alive(self) -> None:
+    def dead(self, name: str) -> str | None:
+        """Why node `name` (or, for "*", any node started so far) no longer runs, or None."""
         for n in self.nodes:
             p = self.procs.get(n["name"])
-            if p is not None and p.poll() is not None:
-                raise SystemsError(f"{n['name']} exited with status {p.returncode} during start-up; "
-                                   f"last lines of {n['log']}:\n{tail(Path(n['log']))}")
+            if (name in ("*", n["name"])) and p is not None and p.poll() is not None:
+                return (f"{n['name']} exited with status {p.returncode} during start-up; "
+                        f"last lines of {n['log']}:\n{tail(Path(n['log']))}")
+        return None
 
-    def timed_out(self, name: str, what: str) -> SystemsError:
-        log = self.node_log(name)
-        return SystemsError(f"{name}: not ready ({what}) after {self.cfg['startup_timeout_seconds']} s; "
-                            f"last lines of {log}:\n{tail(log)}")
+    # --- the plan (systems/plan.py), on this machine
+    def execute(self, pl) -> None:
+        """Write the plan's files, make its nodes' data directories (faultfs mounts if asked), then run its stages:
+        one-off commands in parallel to completion, node starts, readiness conditions in order."""
+        from . import ready
 
-    def wait_until(self, name: str, what: str, pred, interval: float = 0.25) -> None:
-        while True:
-            self.check_alive()
-            if pred():
-                return
-            if time.monotonic() > self.deadline:
-                raise self.timed_out(name, what)
-            time.sleep(interval)
+        self.all_ports = pl.ports
+        for _h, path, text in pl.files:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text)
+        for n in pl.nodes:
+            for d in n.data_dirs:
+                Path(d).mkdir(parents=True, exist_ok=True)
+            self.nodes.append(n.record())
+            if self.faultfs is not None and n.data_dirs:
+                self.mount_faultfs(n.name, [Path(d) for d in n.data_dirs])
+        for stage in pl.stages:
+            procs = [(o, self.spawn(o.name, o.cmd, cwd=Path(o.cwd), log=Path(o.log), env=o.env)) for o in stage.once]
+            for o, p in procs:
+                rc = self.wait_exit(p, o.name, Path(o.log), o.timeout)
+                if rc != 0:
+                    raise SystemsError(f"{self.system}: {o.name} failed (exit {rc}); last lines of {o.log}:\n"
+                                       f"{tail(Path(o.log))}")
+            for name in stage.start:
+                self.start_node(pl.node(name))
+            try:  # any node of the cluster that dies ends the wait (a bookie while the broker's health is awaited)
+                ready.wait(stage.wait, self.deadline, lambda node: self.dead("*"))
+            except ready.NotReady as e:
+                why = self.dead("*")
+                if why:
+                    raise SystemsError(why) from None
+                log = pl.node(e.node).log
+                raise SystemsError(f"{e.node}: {e} after {self.cfg['startup_timeout_seconds']} s; last lines of "
+                                   f"{log}:\n{tail(Path(log))}") from None
+            for name in stage.start:  # a node that died while a later one was awaited
+                why = self.dead(name)
+                if why:
+                    raise SystemsError(why)
+        self.endpoints = dict(pl.endpoints)
+        self.extra.update(pl.extra)
 
-    def wait_log(self, name: str, needle: str) -> None:
-        log = self.node_log(name)
-
-        def found() -> bool:
-            try:
-                return needle in log.read_text(errors="replace")
-            except OSError:
-                return False
-        self.wait_until(name, f"no '{needle}' in its log", found)
-
-    def wait_port(self, name: str, port: int) -> None:
-        self.wait_until(name, f"port {port} not listening", lambda: port_listening(port))
+    def start_node(self, node) -> None:
+        ensure_ports_free({f"{node.name}.{k}": v for k, v in node.ports.items()})
+        p = self.spawn(node.name, node.cmd, cwd=Path(node.dir), log=Path(node.log), stop_stage=node.stop_stage,
+                       env=node.env)
+        rec = next(n for n in self.nodes if n["name"] == node.name)
+        rec["pid"], rec["pgid"] = p.pid, os.getpgid(p.pid)
+        self.log(f"started {node.name} (pid {p.pid})")
 
 
 def drop_page_cache(enabled: bool) -> dict[str, Any]:
@@ -320,8 +310,11 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
     old = _install_signal_handlers()
     try:
         impl = _impl(system)
+        placement = splan.local_placement(rundir, run.dist, run.java)
+        pl = splan.build(system, level, tuning, placement, cfg, durability, faults=faults,
+                         conf_dir=run.dist / "conf" if system == "pulsar" else None)
         try:
-            impl.start(run)
+            run.execute(pl)
         finally:
             atomic_write_json(rundir / "state.json", {"system": system, "ports": run.all_ports})
         ready_s = time.monotonic() - t0

@@ -1,4 +1,5 @@
-"""Apache Kafka as 3 KRaft nodes (combined broker+controller, one static voter list) on 127.0.0.1."""
+"""Apache Kafka as 3 KRaft nodes (combined broker+controller, one static voter list): its configuration and its
+read-back verification; systems/plan.py places and starts the nodes."""
 from __future__ import annotations
 
 import base64
@@ -112,51 +113,6 @@ def node_command(java: str, kcfg: dict[str, Any], log4j, logs_dir, cp: str, conf
     return [java, f"-Xms{kcfg['heap']}", f"-Xmx{kcfg['heap']}", *kcfg["jvm_opts"], gclog,
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, "kafka.Kafka", str(conf)]
-
-
-def start(run) -> None:
-    libs = run.dist / "libs"
-    ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
-    ports = []
-    for i in range(NODES):
-        c, k = run.ports(f"kafka-{i + 1}", ["client", "controller"])
-        ports.append({"client": c, "controller": k})
-    cluster_id = random_cluster_id()
-    run.extra["clusterId"] = cluster_id
-    java = run.java
-    kcfg = run.cfg["kafka"]
-    log4j = run.rundir / "nodes" / "log4j2.properties"
-    log4j.parent.mkdir(parents=True, exist_ok=True)
-    log4j.write_text(LOG4J2)
-    cp = f"{libs}/*"
-    fmt_procs = []
-    for i in range(NODES):
-        name = f"kafka-{i + 1}"
-        nd = run.node_dir(name)
-        data = nd / "data"
-        data.mkdir(parents=True)
-        conf = nd / "server.properties"
-        conf.write_text(render_properties({**server_properties(i + 1, ports, data, ss["broker"]),
-                                           **storage_settings(kcfg.get("storage") or {}, ss["broker"])}))
-        run.add_node(name=name, role=ROLE, id=i + 1, ports=ports[i], data_dirs=[data], conf=[conf])
-        # format the storage (writes meta.properties + the bootstrap checkpoint); runs in parallel
-        fmt = format_command(java, log4j, cp, cluster_id, conf)
-        fmt_procs.append((name, run.spawn(f"{name}-format", fmt, cwd=nd, log=nd / "format.log",
-                                          stop_stage=0)))
-    for name, p in fmt_procs:
-        rc = run.wait_exit(p, f"{name}-format", timeout=120)
-        if rc != 0:
-            raise SystemsError(f"{name}: kafka-storage format failed (exit {rc}):\n"
-                               + run.tail(run.node_dir(name) / "format.log"))
-    for i in range(NODES):
-        name = f"kafka-{i + 1}"
-        nd = run.node_dir(name)
-        (nd / "logs").mkdir(parents=True, exist_ok=True)
-        cmd = node_command(java, kcfg, log4j, nd / "logs", cp, nd / "server.properties")
-        run.start_node(name, cmd, cwd=nd, stop_stage=0)
-    for i in range(NODES):
-        run.wait_log(f"kafka-{i + 1}", "Kafka Server started")
-    run.endpoints = {"kafka": {"bootstrapServers": ",".join(f"127.0.0.1:{p['client']}" for p in ports)}}
 
 
 def _admin(bootstrap: str):

@@ -1,20 +1,20 @@
 """Pravega: ZooKeeper, 3 BookKeeper bookies, 1 controller, 1 segment store; each its own JVM from the jars of
 systems/pravega/pom.xml (dist libs/), with the segment store's durable log (tier-1) on the bookies and its long-term
-storage (tier-2) on FILESYSTEM under the run directory. Everything listens on 127.0.0.1 (the controller's gRPC server and
-the bookies' HTTP servers through the classes of systems/pravega/patch, see systems/pravega/README.md).
+storage (tier-2) on FILESYSTEM on the segment store's host: the configuration and its read-back verification;
+systems/plan.py places and starts the nodes. Every process listens on its host's address only (on this machine
+127.0.0.1): the controller's gRPC server and the bookies' HTTP servers through the classes of systems/pravega/patch,
+which bind the address of a system property.
 """
 from __future__ import annotations
 
 import base64
 import re
-import socket
-import struct
 import time
 from pathlib import Path
 from typing import Any
 
 from . import durability as dur
-from .pulsar import _bookie_writable, _get_json, _s, http, read_bookie_settings, zk_ok
+from .pulsar import _get_json, _s, read_bookie_settings
 from .util import SystemsError
 
 BOOKIES = 3
@@ -56,12 +56,14 @@ def bookie_conf(ports: dict[str, int], journal: Path, ledgers: Path, zk: str, ss
     """A bookie's bookkeeper.conf: loopback, its own journal and ledger directories, the level's journal settings
     (ss = durability.server_settings("pravega", ...)) and the disk-space settings of config systems.pravega."""
     storage = dict(storage or {})
+    loop = host == "127.0.0.1"
     clash = sorted(set(storage) & set(ss["bookie"]))
     if clash:
         raise SystemsError(f"config systems.pravega.bookie_storage: {', '.join(clash)} is a durability setting "
                            "(systems/durability.yaml); it cannot be overridden here")
     return {
-        "bookiePort": ports["bookie"], "advertisedAddress": host, "listeningInterface": "lo", "allowLoopback": True,
+        "bookiePort": ports["bookie"], "advertisedAddress": host, **({"listeningInterface": "lo"} if loop else {}),
+        "allowLoopback": loop,
         "useHostNameAsBookieID": False, "journalDirectories": journal, "ledgerDirectories": ledgers,
         "metadataServiceUri": f"zk://{zk}{LEDGERS}", "zkServers": zk, "zkLedgersRootPath": LEDGERS,
         "httpServerEnabled": True, "httpServerPort": ports["http"],
@@ -117,180 +119,14 @@ def segmentstore_props(zk: str, port: int, rest: int, controller_uri: str, tier2
     }
 
 
-def _java(run, nd: Path, heap: str, direct: str | None, main: str, args: list[str], props: dict[str, Any],
-          patch: bool = False) -> list[str]:
-    pc = run.cfg["pravega"]
-    (nd / "logs").mkdir(parents=True, exist_ok=True)
-    cp = (f"{run.dist / 'patch'}:" if patch else "") + f"{run.dist / 'libs'}/*"
-    cmd = [run.java, f"-Xms{heap}", f"-Xmx{heap}", *( [f"-XX:MaxDirectMemorySize={direct}"] if direct else []),
-           *pc["gc_opts"], f"-Xlog:gc*:file={nd / 'logs' / 'gc.log'}:time,uptime:filecount=2,filesize=10M",
-           "-Djava.net.preferIPv4Stack=true", f"-Dlogback.configurationFile={run.rundir / 'nodes' / 'logback.xml'}",
-           "-Dzookeeper.jmx.log4j.disable=true",
-           *[f"-D{k}={_s(v)}" for k, v in props.items()], "-cp", cp, main, *args]
-    return cmd
-
-
-def _zk_call(sock: socket.socket, payload: bytes) -> bytes:
-    sock.sendall(struct.pack(">i", len(payload)) + payload)
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            raise OSError("ZooKeeper closed the connection")
-        head += chunk
-    (n,) = struct.unpack(">i", head)
-    body = b""
-    while len(body) < n:
-        chunk = sock.recv(n - len(body))
-        if not chunk:
-            raise OSError("ZooKeeper closed the connection")
-        body += chunk
-    return body
-
-
-def _zstr(b: bytes) -> bytes:
-    return struct.pack(">i", len(b)) + b
-
-
-def zk_create_path(port: int, path: str, host: str = "127.0.0.1") -> None:
-    """Create path and its parents as empty persistent znodes (open ACL), like `zkCli create`, through the
-    ZooKeeper wire protocol: the bookies' metadata root must exist before `bookkeeper shell initnewcluster`."""
-    with socket.create_connection((host, port), timeout=10) as s:
-        _zk_call(s, struct.pack(">iqiq", 0, 0, 10000, 0) + _zstr(b"\0" * 16))
-        parts = [p for p in path.split("/") if p]
-        for i in range(1, len(parts) + 1):
-            node = ("/" + "/".join(parts[:i])).encode()
-            acl = struct.pack(">i", 1) + struct.pack(">i", 31) + _zstr(b"world") + _zstr(b"anyone")
-            req = struct.pack(">ii", i, 1) + _zstr(node) + _zstr(b"") + acl + struct.pack(">i", 0)
-            xid, _zxid, err = struct.unpack(">iqi", _zk_call(s, req)[:16])
-            if err not in (0, -110):  # -110: the node exists
-                raise SystemsError(f"pravega: ZooKeeper 127.0.0.1:{port}: creating {node.decode()} failed (error {err})")
-        _zk_call(s, struct.pack(">ii", len(parts) + 1, -11))
-
-
-def _bookie_shell(run, name: str, conf: Path, args: list[str], log: Path, timeout: float = 120) -> None:
-    cmd = _java(run, run.rundir / "nodes", "128m", None, MAIN["bookie-shell"], ["-conf", str(conf), *args], {})
-    p = run.spawn(name, cmd, cwd=run.rundir / "nodes", log=log)
-    rc = run.wait_exit(p, name, timeout=timeout)
-    if rc != 0:
-        raise SystemsError(f"pravega: bookkeeper shell {' '.join(args)} failed (exit {rc}); last lines of {log}:\n"
-                           f"{run.tail(log)}")
-
-
-def start(run) -> None:
-    pc = run.cfg["pravega"]
-    ss = dur.server_settings("pravega", run.level, run.tuning, run.durability)
-    (run.rundir / "nodes").mkdir(parents=True, exist_ok=True)
-    (run.rundir / "nodes" / "logback.xml").write_text(LOGBACK)
-    (zk_port,) = run.ports("zookeeper", ["client"])
-    zk = f"127.0.0.1:{zk_port}"
-    rpc, rest = run.ports("controller", ["rpc", "rest"])
-    ss_port, ss_rest = run.ports("segmentstore", ["service", "rest"])
-
-    # --- ZooKeeper
-    nd = run.node_dir("zookeeper")
-    (nd / "data").mkdir(parents=True)
-    (nd / "datalog").mkdir()
-    (nd / "logs").mkdir()
-    zconf = nd / "zoo.cfg"
-    zconf.write_text(_props(zookeeper_conf(nd / "data", nd / "datalog", zk_port)))
-    run.add_node(name="zookeeper", role="metadata-store", id=0, ports={"client": zk_port},
-                 data_dirs=[nd / "data", nd / "datalog"], conf=[zconf])
-    run.start_node("zookeeper", _java(run, nd, pc["zookeeper_heap"], None, MAIN["zookeeper"], [str(zconf)], {}),
-                   cwd=nd, stop_stage=3)
-    run.wait_until("zookeeper", f"no 'imok' on port {zk_port}", lambda: zk_ok(zk_port))
-
-    # --- bookies (their BookKeeper cluster metadata first: bookkeeper shell initnewcluster)
-    bookie_http = []
-    confs = []
-    for i in range(BOOKIES):
-        name = f"bookie-{i + 1}"
-        nd = run.node_dir(name)
-        bport, hport = run.ports(name, ["bookie", "http"])
-        bookie_http.append(hport)
-        (nd / "journal").mkdir(parents=True)
-        (nd / "ledgers").mkdir()
-        (nd / "logs").mkdir()
-        bconf = nd / "bookkeeper.conf"
-        bconf.write_text(_props(bookie_conf({"bookie": bport, "http": hport}, nd / "journal", nd / "ledgers", zk,
-                                            ss, storage=pc.get("bookie_storage"))))
-        confs.append(bconf)
-        run.add_node(name=name, role="bookie", id=i + 1, ports={"bookie": bport, "http": hport},
-                     data_dirs=[nd / "journal", nd / "ledgers"], conf=[bconf])
-    def created() -> bool:  # `ruok` answers before the server takes sessions: retry until it does
-        try:
-            zk_create_path(zk_port, LEDGERS.rsplit("/", 1)[0])
-            return True
-        except OSError:
-            return False
-    run.wait_until("zookeeper", f"cannot create {LEDGERS.rsplit('/', 1)[0]}", created, interval=0.5)
-    _bookie_shell(run, "bookkeeper-initnewcluster", confs[0], ["initnewcluster"],
-                  run.rundir / "nodes" / "bookkeeper-initnewcluster.log")
-    for i, bconf in enumerate(confs):
-        name = f"bookie-{i + 1}"
-        nd = run.node_dir(name)
-        run.start_node(name, _java(run, nd, pc["bookie_heap"], pc["bookie_direct"], MAIN["bookie"],
-                                   ["--conf", str(bconf)], {}, patch=True), cwd=nd, stop_stage=2)
-
-    for i, hport in enumerate(bookie_http):
-        run.wait_until(f"bookie-{i + 1}", f"bookie HTTP {hport} not answering as a writable bookie",
-                       lambda h=hport: _bookie_writable(h), interval=0.5)
-
-    # --- segment store
-    name = "segmentstore"
-    nd = run.node_dir(name)
-    (nd / "tier2").mkdir(parents=True)
-    (nd / "logs").mkdir()
-    sprops = segmentstore_props(zk, ss_port, ss_rest, f"tcp://127.0.0.1:{rpc}", nd / "tier2",
-                                _bytes(pc["segmentstore_cache"]), ss)
-    sconf = nd / "config.properties"
-    sconf.write_text(_props(sprops))
-    run.add_node(name=name, role="segmentstore", id=1, ports={"service": ss_port, "rest": ss_rest},
-                 data_dirs=[nd / "tier2"], conf=[sconf])
-    run.start_node(name, _java(run, nd, pc["segmentstore_heap"], pc["segmentstore_direct"], MAIN["segmentstore"], [],
-                               {"pravega.configurationFile": sconf}), cwd=nd, stop_stage=1)
-
-    # --- controller, once the segment store listens: it assigns the segment containers to the segment store and
-    # creates its own system streams on it; started before, it backs off between retries (30 s slower to ready)
-    run.wait_port("segmentstore", ss_port)
-    name = "controller"
-    nd = run.node_dir(name)
-    (nd / "logs").mkdir(parents=True)
-    cprops = controller_props(zk, rpc, rest)
-    cconf = nd / "controller.properties"
-    cconf.write_text(_props(cprops))
-    run.add_node(name=name, role="controller", id=1, ports={"rpc": rpc, "rest": rest}, data_dirs=[], conf=[cconf])
-    run.start_node(name, _java(run, nd, pc["controller_heap"], pc["controller_direct"], MAIN["controller"], [],
-                               cprops, patch=True), cwd=nd, stop_stage=0)
-
-    base = f"http://127.0.0.1:{rest}"
-    # ready = the segment store's health says ready (ZooKeeper, cache, its segment containers on the bookies), and
-    # so does the controller's (gRPC server, event processors on their system streams, cluster listener)
-    run.wait_until("segmentstore", "REST /v1/health/readiness not true",
-                   lambda: _ready(f"http://127.0.0.1:{ss_rest}"), interval=0.5)
-    run.wait_until("controller", "REST /v1/health/readiness not true", lambda: _ready(base), interval=0.5)
-    run.endpoints = {"pravega": {"controllerUri": f"tcp://127.0.0.1:{rpc}", "restUri": base,
-                                 "segmentStoreUri": f"tcp://127.0.0.1:{ss_port}", "clusterName": CLUSTER,
-                                 "containerCount": CONTAINERS, "zookeeper": zk}}
-
-
 def _bytes(size: str) -> int:
     return int(size[:-1]) << (20 if size[-1] == "m" else 30)
 
 
-def _ready(base: str) -> bool:
-    """A Pravega process's REST health endpoint: GET /v1/health/readiness answers true or false."""
-    code, text = http("GET", f"{base}/v1/health/readiness", timeout=3)
-    return code == 200 and text.strip() == "true"
-
-
-def _logged_config(log: Path, header: str) -> dict[str, str]:
-    """key = value lines that a Pravega process logs after `header` at start-up (its effective configuration)."""
+def _logged_config(text: str, header: str) -> dict[str, str]:
+    """key = value lines that a Pravega process logged (text) after `header` at start-up (its effective
+    configuration)."""
     out: dict[str, str] = {}
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return out
     i = text.rfind(header)
     if i < 0:
         return out
@@ -315,13 +151,19 @@ def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
     nodes = {n["name"]: n for n in run.nodes}
     eff: dict[str, Any] = {}
     eff["bookies"], mismatches = read_bookie_settings(run.nodes, {k: _s(v) for k, v in ss["bookie"].items()})
-    bk = next(f"http://127.0.0.1:{n['ports']['http']}" for n in run.nodes if n["role"] == "bookie")
+    bk = next(f"http://{n.get('host') or '127.0.0.1'}:{n['ports']['http']}" for n in run.nodes if n["role"] == "bookie")
     listed = _get_json(f"{bk}/api/v1/bookie/list_bookies/?type=rw&print_hostnames=false") or {}
     eff["registeredBookies"] = sorted(listed)
     if len(listed) < ss["bookkeeper"]["ensemble"]:
         mismatches.append(f"{len(listed)} writable bookies registered, ensemble needs {ss['bookkeeper']['ensemble']}")
 
-    logged = _logged_config(Path(nodes["segmentstore"]["log"]), "Segment store configuration:")
+    # the node's log on its host (cluster.json's path; testbeds/cluster.py reads a remote host's over ssh)
+    read = getattr(run, "read_log", None) or (lambda node: Path(node["log"]).read_text(errors="replace"))
+    try:
+        text = read(nodes["segmentstore"])
+    except OSError:
+        text = ""
+    logged = _logged_config(text, "Segment store configuration:")
     want_s = {k: _s(v) for k, v in ss["segmentstore"].items()}
     want_s.update({"pravegaservice.dataLog.impl.name": "BOOKKEEPER", "pravegaservice.storage.impl.name": "FILESYSTEM"})
     eff["segmentstore"] = {k: logged.get(k) for k in want_s}

@@ -1,5 +1,6 @@
 """Apache Pulsar as ZooKeeper (metadata store) + 3 bookies + 1 broker, each a process of the official
-distribution (`bin/pulsar zookeeper|bookie|broker` with its own conf), all on 127.0.0.1."""
+distribution (`bin/pulsar zookeeper|bookie|broker` with its own conf): the configuration and its read-back
+verification; systems/plan.py places and starts the nodes."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import durability as dur
+from .ready import bookie_writable, http  # noqa: F401  (http: workloads/faultrun.py)
 from .util import SystemsError
 
 BOOKIES = 3
@@ -67,48 +69,11 @@ def parse_conf(text: str) -> dict[str, str]:
     return out
 
 
-def http(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
-    data = None
-    headers = {"Accept": "application/json"}
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    req = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as e:
-        return 0, str(e)
-
-
 def _get_json(url: str) -> Any:
     code, text = http("GET", url)
     if code != 200:
         raise SystemsError(f"pulsar: GET {url} -> {code}: {text[:300]}")
     return json.loads(text)
-
-
-def zk_ok(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"ruok")
-            return s.recv(16) == b"imok"
-    except OSError:
-        return False
-
-
-def _env(run, nd: Path, mem: str, **kv: str) -> dict[str, str]:
-    gc = " ".join(run.cfg["pulsar"]["gc_opts"])
-    gclog = f"-Xlog:gc*:file={nd / 'logs' / 'gc.log'}:time,uptime:filecount=2,filesize=10M"
-    env = {"PULSAR_MEM": mem, "PULSAR_GC": gc, "PULSAR_GC_LOG": gclog, "PULSAR_LOG_DIR": str(nd / "logs"),
-           "BOOKIE_MEM": mem, "BOOKIE_GC": gc, "BOOKIE_GC_LOG": gclog, "BOOKIE_LOG_DIR": str(nd / "logs"),
-           "PULSAR_LOG_APPENDER": "RoutingAppender", "PULSAR_ROUTING_APPENDER_DEFAULT": "Console"}
-    if run.java != "java":
-        env["JAVA_HOME"] = str(Path(run.java).resolve().parent.parent)
-    env.update(kv)
-    return env
 
 
 def _bookie_storage(storage: dict[str, Any], level_bookie: dict[str, Any]) -> dict[str, Any]:
@@ -118,15 +83,6 @@ def _bookie_storage(storage: dict[str, Any], level_bookie: dict[str, Any]) -> di
         raise SystemsError(f"config systems.pulsar.bookie_storage: {', '.join(clash)} is a durability setting "
                            "(systems/durability.yaml); it cannot be overridden here")
     return dict(storage)
-
-
-def _storage_of(run) -> dict[str, Any]:
-    """bookie_storage, plus fault_bookie for a cluster started for fault runs (`up --faults`)."""
-    pc = run.cfg["pulsar"]
-    out = dict(pc.get("bookie_storage") or {})
-    if getattr(run, "faults", False):
-        out.update(pc.get("fault_bookie") or {})
-    return out
 
 
 def zookeeper_overrides(data: Path, datalog: Path, port: int, host: str = "127.0.0.1") -> dict[str, Any]:
@@ -170,111 +126,6 @@ def broker_overrides(zk_url: str, cluster_name: str, svc: int, web: int, ss: dic
         "allowAutoTopicCreation": False, "brokerShutdownTimeoutMs": 5000,
         **ss["broker"],
     }
-
-
-def set_persistence(base: str, ss: dict[str, Any]) -> None:
-    """The level's persistence policy on the default namespace (the broker defaults carry it too)."""
-    p = ss["persistence"]
-    code, text = http("POST", f"{base}/admin/v2/namespaces/{NAMESPACE}/persistence",
-                      {"bookkeeperEnsemble": p["ensemble"], "bookkeeperWriteQuorum": p["writeQuorum"],
-                       "bookkeeperAckQuorum": p["ackQuorum"], "managedLedgerMaxMarkDeleteRate": 0.0})
-    if code not in (200, 204):
-        raise SystemsError(f"pulsar: setting persistence on {NAMESPACE} failed: {code} {text[:300]}")
-
-
-def start(run) -> None:
-    pc = run.cfg["pulsar"]
-    ss = dur.server_settings("pulsar", run.level, run.tuning, run.durability)
-    conf_dir = run.dist / "conf"
-    pulsar_bin = str(run.dist / "bin" / "pulsar")
-    (zk_port,) = run.ports("zookeeper", ["client"])
-    web, svc = run.ports("broker-1", ["http", "service"])
-    zk_url = f"zk:127.0.0.1:{zk_port}"
-
-    # --- ZooKeeper (the metadata store)
-    nd = run.node_dir("zookeeper")
-    (nd / "data").mkdir(parents=True)
-    (nd / "datalog").mkdir()
-    zconf = nd / "zookeeper.conf"
-    zconf.write_text(render_conf((conf_dir / "zookeeper.conf").read_text(),
-                                 zookeeper_overrides(nd / "data", nd / "datalog", zk_port)))
-    run.add_node(name="zookeeper", role="metadata-store", id=0, ports={"client": zk_port},
-                 data_dirs=[nd / "data", nd / "datalog"], conf=[zconf])
-    run.start_node("zookeeper", [pulsar_bin, "zookeeper"], cwd=nd, stop_stage=2,
-                   env=_env(run, nd, f"-Xms{pc['zookeeper_heap']} -Xmx{pc['zookeeper_heap']}",
-                            PULSAR_ZK_CONF=str(zconf)))
-    run.wait_until("zookeeper", f"no 'imok' on port {zk_port}", lambda: zk_ok(zk_port))
-
-    # --- cluster metadata (creates /ledgers for BookKeeper, the cluster, public/default)
-    init_log = run.rundir / "nodes" / "initialize-cluster-metadata.log"
-    p = run.spawn("initialize-cluster-metadata",
-                  [pulsar_bin, "initialize-cluster-metadata", "--cluster", pc["cluster_name"],
-                   "--metadata-store", zk_url, "--configuration-metadata-store", zk_url,
-                   "--web-service-url", f"http://127.0.0.1:{web}",
-                   "--broker-service-url", f"pulsar://127.0.0.1:{svc}"],
-                  cwd=run.rundir / "nodes", log=init_log, stop_stage=0,
-                  env=_env(run, run.rundir / "nodes", "-Xms128m -Xmx256m"))
-    rc = run.wait_exit(p, "initialize-cluster-metadata", timeout=120)
-    if rc != 0:
-        raise SystemsError(f"pulsar: initialize-cluster-metadata failed (exit {rc}); last lines of "
-                           f"{init_log}:\n{run.tail(init_log)}")
-
-    # --- bookies
-    bk_template = (conf_dir / "bookkeeper.conf").read_text()
-    bookie_http = []
-    for i in range(BOOKIES):
-        name = f"bookie-{i + 1}"
-        nd = run.node_dir(name)
-        bport, hport, mport = run.ports(name, ["bookie", "http", "metrics"])
-        bookie_http.append(hport)
-        (nd / "journal").mkdir(parents=True)
-        (nd / "ledgers").mkdir()
-        bconf = nd / "bookkeeper.conf"
-        bconf.write_text(render_conf(bk_template, bookie_overrides(
-            {"bookie": bport, "http": hport, "metrics": mport}, nd / "journal", nd / "ledgers",
-            f"127.0.0.1:{zk_port}", ss, storage=_storage_of(run))))
-        run.add_node(name=name, role="bookie", id=i + 1, ports={"bookie": bport, "http": hport, "metrics": mport},
-                     data_dirs=[nd / "journal", nd / "ledgers"], conf=[bconf])
-        direct = pc["fault_bookie_direct"] if getattr(run, "faults", False) else pc["bookie_direct"]
-        mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={direct}"
-        run.start_node(name, [pulsar_bin, "bookie"], cwd=nd, stop_stage=1,
-                       env=_env(run, nd, mem, PULSAR_BOOKKEEPER_CONF=str(bconf)))
-
-    # --- broker
-    name = "broker-1"
-    nd = run.node_dir(name)
-    nd.mkdir(parents=True)
-    brconf = nd / "broker.conf"
-    brconf.write_text(render_conf((conf_dir / "broker.conf").read_text(),
-                                  broker_overrides(zk_url, pc["cluster_name"], svc, web, ss)))
-    run.add_node(name=name, role="broker", id=1, ports={"service": svc, "http": web}, data_dirs=[], conf=[brconf])
-    mem = f"-Xms{pc['broker_heap']} -Xmx{pc['broker_heap']} -XX:MaxDirectMemorySize={pc['broker_direct']}"
-    run.start_node(name, [pulsar_bin, "broker"], cwd=nd, stop_stage=0,
-                   env=_env(run, nd, mem, PULSAR_BROKER_CONF=str(brconf)))
-    # the broker starts while the bookies start (it retries until they are there); now wait for all
-    for i, hport in enumerate(bookie_http):
-        run.wait_until(f"bookie-{i + 1}", f"bookie HTTP {hport} not answering as a writable bookie",
-                       lambda h=hport: _bookie_writable(h), interval=0.5)
-    base = f"http://127.0.0.1:{web}"
-    run.wait_until(name, "admin REST /admin/v2/brokers/ready not ok",
-                   lambda: http("GET", f"{base}/admin/v2/brokers/ready", timeout=3)[0] == 200, interval=0.5)
-    # end-to-end health check: the broker writes and reads a heartbeat topic through the bookies
-    run.wait_until(name, "admin REST /admin/v2/brokers/health not ok",
-                   lambda: http("GET", f"{base}/admin/v2/brokers/health", timeout=20)[0] == 200, interval=1)
-    run.endpoints = {"pulsar": {"serviceUrl": f"pulsar://127.0.0.1:{svc}", "httpUrl": base,
-                                "cluster": pc["cluster_name"], "namespace": NAMESPACE}}
-    set_persistence(base, ss)
-
-
-def _bookie_writable(hport: int, host: str = "127.0.0.1") -> bool:
-    code, text = http("GET", f"http://{host}:{hport}/api/v1/bookie/state", timeout=3)
-    if code != 200:
-        return False
-    try:
-        st = json.loads(text)
-    except ValueError:
-        return False
-    return bool(st.get("running")) and not st.get("readOnly", False)
 
 
 def read_bookie_settings(nodes: list[dict], want: dict[str, str]) -> tuple[dict[str, dict], list[str]]:

@@ -63,7 +63,7 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("prepare", help="prepare every host (Ansible role prepare)")
     p.add_argument("--inventory", required=True)
-    p.add_argument("--systems", default="kafka,pulsar")
+    p.add_argument("--systems", default="kafka,pulsar,pravega")
     p.add_argument("--log", type=Path, default=None)
 
     from . import cluster as _c, probes as _p, runner as _r

@@ -1,306 +1,176 @@
-"""A Kafka or Pulsar cluster on the server hosts of an inventory (the multi-host twin of `python -m systems`).
+"""A cluster on the server hosts of an inventory: the plan of systems/plan.py, carried out by Ansible and the
+host-side helper (the multi-host twin of `python -m systems`, which carries the same plan out on this machine).
 
-  python -m testbeds cluster up SYSTEM --level L [--tuning T] --dir RUNDIR --inventory F
+  python -m testbeds cluster up SYSTEM --level L [--tuning T] [--faults] --dir RUNDIR --inventory F
   python -m testbeds cluster verify|status|down --dir RUNDIR --inventory F
 
-Every configuration file is rendered on the controller by the local launcher's own functions
-(systems/kafka.py, systems/pulsar.py) from systems/durability.yaml, with the hosts' inventory addresses in
-place of 127.0.0.1, then shipped and started by Ansible (cluster-start.yml). `verify` reads the effective
-settings back over the network with the launcher's own checks (systems.kafka.verify / systems.pulsar.verify)
-before RUNDIR/cluster.json is written; `down` stops every node on every reachable host (cluster-stop.yml)
-and removes the cluster's data directories. RUNDIR (on the controller) holds the rendered files, the Ansible
-logs, remote.json (what was started where, written before anything starts) and cluster.json.
+The plan is built on the controller with the hosts' addresses, fixed ports (systems/plan.py PORTS) and the
+inventory's directories; its files go to each host in one archive, its stages run with cluster-start.yml: one-off
+commands, node starts (testbeds/hostside/sbnode.py, the same pid records and log cap as on this machine), then the
+readiness conditions, checked by sbnode.py on the host of the node each names (systems/ready.py), so the
+controller needs no route to the hosts' private addresses for them. `verify` reads the effective settings back with
+the systems' own checks before RUNDIR/cluster.json is written; `down` stops every node on every reachable host
+(cluster-down.yml) and removes the cluster's data directories. RUNDIR (on the controller) holds the archives, the
+Ansible logs, remote.json (what was started where, written before anything starts) and cluster.json.
 
 Layout on a host: <workDir>/runs/<cluster>/ (pids/, nodes/<node>/ with its conf, spec and logs/node.log);
-data under <dataDirs.log|journal|ledger>/<cluster>/<node>.
+data under <dataDirs.log|journal|ledger>/<cluster>/<node>/.
 """
 from __future__ import annotations
 
+import io
 import json
 import posixpath
+import shlex
 import tarfile
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from systems import durability as dur
 from systems import kafka as skafka
+from systems import plan as splan
+from systems import pravega as spravega
 from systems import pulsar as spulsar
 from systems.cluster import CLUSTER_JSON, SCHEMA_VERSION
 from systems.util import SystemsError, load_config, resolve, versions
 
-from . import deploy, remote
-from .inventory import Host, Inventory
-from .util import TestbedError, atomic_write_json, atomic_write_text, now
+from . import remote
+from .inventory import Inventory
+from .util import TestbedError, atomic_write_json, now
 
-PORTS = {"kafka": {"client": 9092, "controller": 9093},
-         "zookeeper": {"client": 2181},
-         "bookie": {"bookie": 3181, "http": 8000, "metrics": 8001},
-         "broker": {"service": 6650, "http": 8080}}
 REMOTE_JSON = "remote.json"
+IMPL = {"kafka": skafka, "pulsar": spulsar, "pravega": spravega}
 
 
-class Plan:
-    """What runs where: nodes, their remote paths, the files to ship, the start stages."""
-
-    def __init__(self, inv: Inventory, system: str, level: str, tuning: str, rundir: Path, cfg: dict):
-        self.inv, self.system, self.level, self.tuning, self.rundir, self.cfg = inv, system, level, tuning, rundir, cfg
-        self.name = rundir.name
-        self.durability = dur.load(resolve(cfg["durability_file"]))
-        self.version = versions()[system]
-        self.java = cfg["java"] if cfg["java"] != "java" else "java"  # on the host's PATH
-        self.servers = inv.servers[:3]
-        self.nodes: list[dict[str, Any]] = []
-        self.files: dict[str, list[dict[str, str]]] = {}
-        self.wipe: dict[str, list[str]] = {}
-        self.stages: list[dict[str, Any]] = []
-        self.endpoints: dict[str, Any] = {}
-        self.extra: dict[str, Any] = {}
-        for h in self.servers:
-            self.wipe[h.name] = [self.remote_dir(h)] + [posixpath.join(h.data_dir(r), self.name)
-                                                          for r in ("journal", "ledger", "log")]
-
-    def remote_dir(self, h: Host) -> str:
-        return posixpath.join(h.work_dir, "runs", self.name)
-
-    def dist(self, h: Host) -> str:
-        return posixpath.join(h.work_dir, "dist", f"{self.system}-{self.version}")
-
-    def node_dir(self, h: Host, node: str) -> PurePosixPath:
-        return PurePosixPath(self.remote_dir(h)) / "nodes" / node
-
-    def local(self, node: str, fname: str) -> Path:
-        p = self.rundir / "nodes" / node / fname
-        p.parent.mkdir(parents=True, exist_ok=True)
-        return p
-
-    def ship(self, h: Host, node: str, fname: str, text: str) -> str:
-        """Write a rendered file on the controller; returns its path on host h (it is shipped by Ansible)."""
-        loc = self.local(node, fname)
-        atomic_write_text(loc, text)
-        dest = str(self.node_dir(h, node) / fname)
-        self.files.setdefault(h.name, []).append({"src": str(loc), "dest": dest})
-        return dest
-
-    def spec(self, h: Host, node: str, cmd: list[str], *, env: dict[str, str] | None = None, stop_stage: int = 0,
-             log: str = "logs/node.log", timeout: float = 300) -> str:
-        nd = self.node_dir(h, node)
-        s = {"node": node, "rundir": self.remote_dir(h), "cmd": [str(c) for c in cmd], "env": env or {},
-             "cwd": str(nd), "log": str(nd / log), "stopStage": stop_stage, "timeout": timeout}
-        return self.ship(h, node, "spec.json", json.dumps(s, indent=1))
-
-    def add_node(self, h: Host, *, name: str, role: str, id: int, ports: dict[str, int], data_dirs: list[str],
-                 conf: list[str]) -> None:
-        self.nodes.append({"name": name, "role": role, "id": id, "host": h.address, "hostName": h.name,
-                           "ports": dict(ports), "pid": None, "pgid": None, "dataDirs": data_dirs, "conf": conf,
-                           "log": str(self.node_dir(h, name) / "logs" / "node.log"),
-                           "remoteDir": self.remote_dir(h)})
-
-    def ports_by_host(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for n in self.nodes:
-            for k, p in n["ports"].items():
-                if k == "metrics":
-                    continue  # the bookies' Prometheus endpoint is off
-                out.setdefault(n["hostName"], []).append({"address": n["host"], "port": p})
-        return out
-
-    def bundles(self) -> dict[str, str]:
-        """One tar per host of every rendered file at its remote path (relative to /): one transfer per host."""
-        out = {}
-        for hname, files in self.files.items():
-            tar = self.rundir / f"ship-{hname}.tar"
-            with tarfile.open(tar, "w") as t:
-                for f in files:
-                    t.add(f["src"], arcname=f["dest"].lstrip("/"), recursive=False)
-            out[hname] = str(tar)
-        return out
-
-    def vars(self) -> dict[str, Any]:
-        return {"sb_cluster": {"name": self.name, "rundir": {h.name: self.remote_dir(h) for h in self.servers},
-                               "wipe": self.wipe, "bundles": self.bundles(), "stages": self.stages,
-                               "ports": self.ports_by_host(), "timeout": int(self.cfg["startup_timeout_seconds"]),
-                               "stop_timeout": int(self.cfg["stop_timeout_seconds"])}}
+def hosts_placement(inv: Inventory, system: str, cluster: str) -> splan.Placement:
+    """The inventory's first three server hosts (fewer: nodes share them in turn), fixed ports."""
+    if not inv.servers:
+        raise TestbedError(f"{inv.path}: no server host for the cluster")
+    version = versions()[system]
+    hosts = [splan.Host(h.name, h.address, posixpath.join(h.work_dir, "runs", cluster),
+                        posixpath.join(h.work_dir, "dist", f"{system}-{version}"), "java",
+                        {r: posixpath.join(h.data_dir(r), cluster) for r in ("log", "journal", "ledger")})
+             for h in inv.servers[:3]]
+    return splan.Placement(hosts, splan.fixed_ports, local=False)
 
 
-# --- Kafka ----------------------------------------------------------------------------------------------------
-def plan_kafka(pl: Plan) -> None:
-    ss = dur.server_settings("kafka", pl.level, pl.tuning, pl.durability)
-    hosts = [h.address for h in pl.servers]
-    ports = [dict(PORTS["kafka"]) for _ in pl.servers]
-    cluster_id = skafka.random_cluster_id()
-    pl.extra["clusterId"] = cluster_id
-    kcfg = pl.cfg["kafka"]
-    once, start, wait = {}, {}, {}
-    for i, h in enumerate(pl.servers):
-        name = f"kafka-{i + 1}"
-        data = posixpath.join(h.data_dir("log"), pl.name, name)
-        nd = pl.node_dir(h, name)
-        log4j = pl.ship(h, name, "log4j2.properties", skafka.LOG4J2)
-        conf = pl.ship(h, name, "server.properties", skafka.render_properties({
-            **skafka.server_properties(i + 1, ports, Path(data), ss["broker"], hosts=hosts),
-            **skafka.storage_settings(kcfg.get("storage") or {}, ss["broker"])}))
-        cp = posixpath.join(pl.dist(h), "libs", "*")
-        fmt = skafka.format_command(pl.java, log4j, cp, cluster_id, conf)
-        fmt_spec = pl.ship(h, f"{name}-format", "spec.json", json.dumps(
-            {"node": f"{name}-format", "rundir": pl.remote_dir(h), "cmd": fmt, "env": {}, "cwd": str(nd),
-             "log": str(nd / "format.log"), "stopStage": 0, "timeout": 120}))
-        cmd = skafka.node_command(pl.java, kcfg, log4j, nd / "logs", cp, conf)
-        pl.add_node(h, name=name, role=skafka.ROLE, id=i + 1, ports=ports[i], data_dirs=[data], conf=[conf])
-        once[h.name] = [fmt_spec]
-        start[h.name] = [pl.spec(h, name, cmd)]
-        wait[h.name] = [{"path": str(nd / "logs" / "node.log"), "regex": "Kafka Server started"}]
-    pl.stages = [{"once": once, "start": start, "wait": wait}]
-    pl.endpoints = {"kafka": {"bootstrapServers": ",".join(f"{a}:{p['client']}" for a, p in zip(hosts, ports))}}
+def _tar(files: list[tuple[str, str]], out: Path) -> str:
+    """One archive of (path on the host, text), paths relative to /: one transfer per host."""
+    with tarfile.open(out, "w") as t:
+        for path, text in files:
+            data = text.encode()
+            ti = tarfile.TarInfo(path.lstrip("/"))
+            ti.size, ti.mode, ti.mtime = len(data), 0o644, int(time.time())
+            t.addfile(ti, io.BytesIO(data))
+    return str(out)
 
 
-# --- Pulsar ---------------------------------------------------------------------------------------------------
-def plan_pulsar(pl: Plan, conf_dir: Path) -> None:
-    pc = pl.cfg["pulsar"]
-    ss = dur.server_settings("pulsar", pl.level, pl.tuning, pl.durability)
-    meta = pl.servers[0]
-    zk_port = PORTS["zookeeper"]["client"]
-    zk = f"{meta.address}:{zk_port}"
-    zk_url = f"zk:{zk}"
-    svc, web = PORTS["broker"]["service"], PORTS["broker"]["http"]
-    run = SimpleNamespace(cfg=pl.cfg, java=pl.java)
+def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict) -> dict[str, Any]:
+    """The plan as cluster-start.yml's sb_cluster: each node's and one-off command's spec (a JSON file beside it on
+    its host), each stage's readiness conditions per host (the host of the node each names), one archive per host."""
+    name = rundir.name
+    max_log = int(cfg["node_log_max_mb"] * (1 << 20))
+    files: dict[str, list[tuple[str, str]]] = {h.name: [] for h in pl.placement.hosts}
+    for h, path, text in pl.files:
+        files[h.name].append((path, text))
 
-    def pulsar_bin(h: Host) -> str:
-        return posixpath.join(pl.dist(h), "bin", "pulsar")
+    def spec(h: splan.Host, node: str, d: dict[str, Any], where: str) -> str:
+        path = posixpath.join(where, f"{node}.spec.json")
+        files[h.name].append((path, json.dumps({"node": node, "rundir": h.root, **d}, indent=1)))
+        return path
 
-    # ZooKeeper (metadata store) on the first server
-    nd = pl.node_dir(meta, "zookeeper")
-    zdata = posixpath.join(meta.data_dir("log"), pl.name, "zookeeper")
-    zconf = pl.ship(meta, "zookeeper", "zookeeper.conf", spulsar.render_conf(
-        (conf_dir / "zookeeper.conf").read_text(),
-        spulsar.zookeeper_overrides(PurePosixPath(zdata) / "data", PurePosixPath(zdata) / "datalog", zk_port,
-                                    host=meta.address)))
-    pl.add_node(meta, name="zookeeper", role="metadata-store", id=0, ports={"client": zk_port},
-                data_dirs=[f"{zdata}/data", f"{zdata}/datalog"], conf=[zconf])
-    zk_spec = pl.spec(meta, "zookeeper", [pulsar_bin(meta), "zookeeper"], stop_stage=2,
-                      env=spulsar._env(run, nd, f"-Xms{pc['zookeeper_heap']} -Xmx{pc['zookeeper_heap']}",
-                                       PULSAR_ZK_CONF=zconf))
-    stage1 = {"start": {meta.name: [zk_spec]}, "wait": {meta.name: [{"address": meta.address, "port": zk_port}]}}
-    # cluster metadata, then the bookies and the broker
-    init_nd = pl.node_dir(meta, "initialize-cluster-metadata")
-    init_spec = pl.ship(meta, "initialize-cluster-metadata", "spec.json", json.dumps({
-        "node": "initialize-cluster-metadata", "rundir": pl.remote_dir(meta),
-        "cmd": [pulsar_bin(meta), "initialize-cluster-metadata", "--cluster", pc["cluster_name"],
-                "--metadata-store", zk_url, "--configuration-metadata-store", zk_url,
-                "--web-service-url", f"http://{meta.address}:{web}",
-                "--broker-service-url", f"pulsar://{meta.address}:{svc}"],
-        "env": spulsar._env(run, init_nd, "-Xms128m -Xmx256m"), "cwd": str(init_nd),
-        "log": str(init_nd / "initialize-cluster-metadata.log"), "stopStage": 0, "timeout": 120}))
-    start: dict[str, list[str]] = {}
-    wait: dict[str, list[dict]] = {}
-    bk_template = (conf_dir / "bookkeeper.conf").read_text()
-    for i, h in enumerate(pl.servers):
-        name = f"bookie-{i + 1}"
-        nd = pl.node_dir(h, name)
-        journal = posixpath.join(h.data_dir("journal"), pl.name, name)
-        ledgers = posixpath.join(h.data_dir("ledger"), pl.name, name)
-        ports = dict(PORTS["bookie"])
-        bconf = pl.ship(h, name, "bookkeeper.conf", spulsar.render_conf(bk_template, spulsar.bookie_overrides(
-            ports, PurePosixPath(journal), PurePosixPath(ledgers), zk, ss, host=h.address,
-            storage=pc.get("bookie_storage"))))
-        pl.add_node(h, name=name, role="bookie", id=i + 1, ports=ports, data_dirs=[journal, ledgers], conf=[bconf])
-        mem = f"-Xms{pc['bookie_heap']} -Xmx{pc['bookie_heap']} -XX:MaxDirectMemorySize={pc['bookie_direct']}"
-        start.setdefault(h.name, []).append(pl.spec(h, name, [pulsar_bin(h), "bookie"], stop_stage=1,
-                                                    env=spulsar._env(run, nd, mem, PULSAR_BOOKKEEPER_CONF=bconf)))
-        wait.setdefault(h.name, []).append({"address": h.address, "port": ports["bookie"]})
-    name = "broker-1"
-    nd = pl.node_dir(meta, name)
-    brconf = pl.ship(meta, name, "broker.conf", spulsar.render_conf(
-        (conf_dir / "broker.conf").read_text(),
-        spulsar.broker_overrides(zk_url, pc["cluster_name"], svc, web, ss, host=meta.address)))
-    pl.add_node(meta, name=name, role="broker", id=1, ports={"service": svc, "http": web}, data_dirs=[],
-                conf=[brconf])
-    mem = f"-Xms{pc['broker_heap']} -Xmx{pc['broker_heap']} -XX:MaxDirectMemorySize={pc['broker_direct']}"
-    start[meta.name].append(pl.spec(meta, name, [pulsar_bin(meta), "broker"], stop_stage=0,
-                                    env=spulsar._env(run, nd, mem, PULSAR_BROKER_CONF=brconf)))
-    wait[meta.name] += [{"address": meta.address, "port": web}, {"address": meta.address, "port": svc}]
-    pl.stages = [stage1, {"once": {meta.name: [init_spec]}, "start": start, "wait": wait}]
-    base = f"http://{meta.address}:{web}"
-    pl.endpoints = {"pulsar": {"serviceUrl": f"pulsar://{meta.address}:{svc}", "httpUrl": base,
-                               "cluster": pc["cluster_name"], "namespace": spulsar.NAMESPACE}}
-
-
-def _pulsar_ready(pl: Plan, deadline: float) -> None:
-    """Over the network, as the local launcher does on loopback: every bookie writable, the broker ready
-    and healthy (an end-to-end write and read through the bookies), then the level's namespace policy."""
-    base = pl.endpoints["pulsar"]["httpUrl"]
-    ss = dur.server_settings("pulsar", pl.level, pl.tuning, pl.durability)
-    checks = [(n["name"], lambda n=n: spulsar._bookie_writable(n["ports"]["http"], n["host"]))
-              for n in pl.nodes if n["role"] == "bookie"]
-    checks += [("broker-1 ready", lambda: spulsar.http("GET", f"{base}/admin/v2/brokers/ready", timeout=3)[0] == 200),
-               ("broker-1 health", lambda: spulsar.http("GET", f"{base}/admin/v2/brokers/health", timeout=20)[0] == 200)]
-    for what, ok in checks:
-        while not ok():
-            if time.monotonic() > deadline:
-                raise TestbedError(f"pulsar: {what} not ready after {pl.cfg['startup_timeout_seconds']} s "
-                                   f"(host {next((n['hostName'] for n in pl.nodes if n['name'] == what.split()[0]), '?')})")
-            time.sleep(0.5)
-    spulsar.set_persistence(base, ss)
+    stages = []
+    for k, st in enumerate(pl.stages):
+        once: dict[str, list[str]] = {}
+        start: dict[str, list[str]] = {}
+        wait: dict[str, list[str]] = {}
+        for o in st.once:
+            once.setdefault(o.host.name, []).append(spec(o.host, o.name, {
+                "cmd": o.cmd, "env": o.env, "cwd": o.cwd, "log": o.log, "stopStage": 0, "timeout": o.timeout,
+                "maxLogBytes": max_log}, o.cwd))
+        for n in (pl.node(x) for x in st.start):
+            start.setdefault(n.host.name, []).append(spec(n.host, n.name, {
+                "cmd": n.cmd, "env": n.env, "cwd": n.dir, "log": n.log, "stopStage": n.stop_stage,
+                "mkdirs": n.data_dirs, "maxLogBytes": max_log}, n.dir))
+        by_host: dict[str, list[dict]] = {}
+        for c in st.wait:
+            by_host.setdefault(pl.host_of(c["node"]).name, []).append(c)
+        for hname, conds in by_host.items():
+            h = next(x for x in pl.placement.hosts if x.name == hname)
+            path = posixpath.join(h.root, "nodes", f"stage-{k + 1}.ready.json")
+            files[hname].append((path, json.dumps({"rundir": h.root, "conds": conds,
+                                                   "timeout": int(cfg["startup_timeout_seconds"])}, indent=1)))
+            wait.setdefault(hname, []).append(path)
+        stages.append({"once": once, "start": start, "wait": wait})
+    wipe = {h.name: [h.root] + list(h.data.values()) for h in pl.placement.hosts}
+    ports: dict[str, list[dict[str, Any]]] = {}
+    for n in pl.nodes:
+        for k, p in n.ports.items():
+            if k != "metrics":  # the bookies' Prometheus endpoint is off
+                ports.setdefault(n.host.name, []).append({"address": n.host.address, "port": p})
+    bundles = {hname: _tar(fs, rundir / f"ship-{hname}.tar") for hname, fs in files.items() if fs}
+    return {"sb_cluster": {"name": name, "rundir": {h.name: h.root for h in pl.placement.hosts}, "wipe": wipe,
+                           "bundles": bundles, "stages": stages, "ports": ports,
+                           "timeout": int(cfg["startup_timeout_seconds"]),
+                           "stop_timeout": int(cfg["stop_timeout_seconds"])}}
 
 
 # --- up / verify / status / down ---------------------------------------------------------------------------
-def _settings_view(doc_or_plan) -> SimpleNamespace:
-    d = doc_or_plan
-    return SimpleNamespace(system=d.system, level=d.level, tuning=d.tuning, durability=d.durability,
-                           endpoints=d.endpoints, nodes=d.nodes, extra=d.extra, cfg=d.cfg)
+def _read_log(inv: Inventory):
+    """A node's log from its host (Pravega's verify reads what the segment store logged at start-up)."""
+    def read(node: dict) -> str:
+        return remote.ssh(inv.host(node["hostName"]), f"cat {shlex.quote(node['log'])}", timeout=60).stdout
+    return read
 
 
 def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "stock", cfg: dict | None = None,
-       log=print) -> dict[str, Any]:
+       log=print, faults: bool = False) -> dict[str, Any]:
     cfg = cfg or load_config()
     rundir = Path(rundir).resolve()
     rundir.mkdir(parents=True, exist_ok=True)
-    if system not in ("kafka", "pulsar"):
-        raise TestbedError(f"unknown system {system!r} (known: kafka, pulsar)")
-    pl = Plan(inv, system, level, tuning, rundir, cfg)
+    durability = dur.load(resolve(cfg["durability_file"]))
     try:
-        pl.durability.level(system, level)
-        pl.durability.profile(system, tuning)
-    except dur.DurabilityError as e:
+        pl = splan.build(system, level, tuning, hosts_placement(inv, system, rundir.name), cfg, durability,
+                         faults=faults)
+    except SystemsError as e:
         raise TestbedError(str(e)) from None
     for f in (CLUSTER_JSON, REMOTE_JSON):
         (rundir / f).unlink(missing_ok=True)
-    if system == "kafka":
-        plan_kafka(pl)
-    else:
-        from systems import dist
-        plan_pulsar(pl, dist.require_dist("pulsar") / "conf")
     # before anything starts: where the cluster lives, so that `down` finds it after any failure
-    pvars = pl.vars()
+    pvars = remote_vars(pl, rundir, cfg)
     atomic_write_json(rundir / REMOTE_JSON, {"inventory": str(inv.path), "system": system, **pvars})
     started_at = now()
     t0 = time.monotonic()
+    nodes = [n.record() for n in pl.nodes]
+    servers = pl.hosts
     try:
         remote.playbook(inv, "cluster-start", pvars, log=rundir / "ansible-start.log",
-                        timeout=cfg["startup_timeout_seconds"] + 300)
-        if system == "pulsar":
-            _pulsar_ready(pl, time.monotonic() + cfg["startup_timeout_seconds"])
+                        timeout=len(pl.stages) * cfg["startup_timeout_seconds"] + 300)
         ready_s = time.monotonic() - t0
-        effective = _verify_settings(pl, create=True)
+        view = SimpleNamespace(system=system, level=level, tuning=tuning, durability=durability,
+                               endpoints=pl.endpoints, nodes=nodes, extra=pl.extra, cfg=cfg, faults=faults,
+                               read_log=_read_log(inv))
+        effective = _verify_settings(view, create=True)
         verified_s = time.monotonic() - t0
         doc = {
-            "schemaVersion": SCHEMA_VERSION, "system": system, "version": pl.version, "level": level,
-            "tuning": tuning, "replication": pl.durability.levels[level]["replication"],
-            "local": pl.durability.levels[level]["local"], "hosts": [h.address for h in pl.servers],
-            "rundir": str(rundir), "nodes": pl.nodes, **pl.endpoints,
-            "requested": dur.server_settings(system, level, tuning, pl.durability), "effective": effective,
-            "client": dur.client_settings(system, level, tuning, pl.durability),
+            "schemaVersion": SCHEMA_VERSION, "system": system, "version": versions()[system], "level": level,
+            "tuning": tuning, "faults": faults, "replication": durability.levels[level]["replication"],
+            "local": durability.levels[level]["local"], "hosts": [h.address for h in servers],
+            "rundir": str(rundir), "nodes": nodes, **pl.endpoints,
+            "requested": dur.server_settings(system, level, tuning, durability), "effective": effective,
+            "client": dur.client_settings(system, level, tuning, durability),
             "pageCacheDropped": {"dropped": False, "reason": "not done on remote hosts"},
             "startedAt": started_at, "readySeconds": round(verified_s, 2), "startSeconds": round(ready_s, 2),
             "verifiedAt": now(), "config": {k: v for k, v in cfg.items() if not k.startswith("_")},
-            "durabilityFile": str(pl.durability.path),
-            "distribution": {h.name: pl.dist(h) for h in pl.servers},
+            "durabilityFile": str(durability.path),
+            "distribution": {h.name: h.dist for h in servers},
             "testbed": inv.summary(),
             **({"extra": pl.extra} if pl.extra else {}),
         }
         atomic_write_json(rundir / CLUSTER_JSON, doc)
-        log(f"{system} {level}/{tuning} on {', '.join(h.name for h in pl.servers)} ready and verified in "
+        log(f"{system} {level}/{tuning} on {', '.join(h.name for h in servers)} ready and verified in "
             f"{verified_s:.1f} s: {rundir / CLUSTER_JSON}")
         return doc
     except BaseException as e:
@@ -313,9 +183,8 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
 
 
 def _verify_settings(view, create: bool) -> dict[str, Any]:
-    impl = skafka if view.system == "kafka" else spulsar
     try:
-        return impl.verify(_settings_view(view), create=create)
+        return IMPL[view.system].verify(view, create=create)
     except SystemsError as e:
         raise TestbedError(str(e)) from None
 
@@ -339,8 +208,9 @@ def verify(inv: Inventory, rundir: Path, cfg: dict | None = None, log=print) -> 
                     timeout=300)
     view = SimpleNamespace(system=doc["system"], level=doc["level"], tuning=doc["tuning"],
                            durability=dur.load(doc["durabilityFile"]),
-                           endpoints={k: doc[k] for k in ("kafka", "pulsar") if k in doc}, nodes=doc["nodes"],
-                           extra=doc.get("extra", {}), cfg=cfg)
+                           endpoints={k: doc[k] for k in IMPL if k in doc}, nodes=doc["nodes"],
+                           extra=doc.get("extra", {}), cfg=cfg, faults=bool(doc.get("faults")),
+                           read_log=_read_log(inv))
     doc["effective"] = _verify_settings(view, create=False)
     doc["verifiedAt"] = now()
     atomic_write_json(Path(rundir) / CLUSTER_JSON, doc)
@@ -403,6 +273,7 @@ def add_parser(sub) -> None:
     p.add_argument("system", nargs="?")
     p.add_argument("--level")
     p.add_argument("--tuning", default="stock")
+    p.add_argument("--faults", action="store_true", help="a cluster for fault runs (as `python -m systems up --faults`)")
     p.add_argument("--dir", type=Path)
     p.add_argument("--inventory", required=True)
     p.add_argument("--config", help="YAML file with a `systems:` section (default env/config.yaml)")
@@ -420,7 +291,7 @@ def _main(a, load_inv, log) -> int:
     if a.action == "up":
         if not a.system or not a.level:
             raise TestbedError("cluster up: SYSTEM and --level are required")
-        up(inv, a.system, a.level, a.dir, a.tuning, cfg, log=log)
+        up(inv, a.system, a.level, a.dir, a.tuning, cfg, log=log, faults=a.faults)
     elif a.action == "verify":
         verify(inv, a.dir, cfg, log=log)
     elif a.action == "status":

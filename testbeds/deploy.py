@@ -20,7 +20,7 @@ from .inventory import Inventory
 from .util import TestbedError, cache_dir, root
 
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ("kafka", "pulsar")
+SYSTEMS = ("kafka", "pulsar", "pravega")
 
 
 def ship_dir() -> Path:
@@ -70,6 +70,8 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
     return {"sb_shared_fs": shared_fs, "sb_ship": {
         "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
                      "proc": str(root() / "systems" / "proc.py"),
+                     "ready": str(root() / "systems" / "ready.py"),
+                     "faulthook": str(root() / "systems" / "faulthook.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
                      "init": str(HERE / "hostside" / "__init__.py"),
                      "hwprobe": str(root() / "hw-probes" / "hwprobe")},

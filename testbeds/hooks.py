@@ -47,11 +47,33 @@ def testbed_failed(inventory: str | None) -> str | None:
             " did not start")
 
 
+def enter_controller(inventory: str | None) -> None:
+    """Re-run this command inside the controller's network namespace when the inventory names one (the lab: the
+    hosts' addresses exist only there), as `python -m testbeds` does; a process that talks to the hosts itself (a
+    fault run's clients) needs it."""
+    if inventory is None:
+        return
+    from testbeds import inventory as inv_mod, util
+    util.reexec_in(inv_mod.load(inventory).provider.get("controllerNetns"))
+
+
 def systems_cmd(*args: str, inventory: str | None = None) -> list[str]:
     """The command line of `python -m systems ARGS` on the testbed of this inventory (None: this machine)."""
     if inventory is None:
         return [sys.executable, "-m", "systems", *args]
     return [sys.executable, "-m", "testbeds", "cluster", *args, "--inventory", inventory]
+
+
+def fault_hook_cmd(args: list[str], host: str | None = None, inventory: str | None = None) -> list[str]:
+    """The command line of a fault hook (systems/faulthook.py ARGS) on one host of this inventory (None: this
+    machine, where the hook is `python -m systems.faulthook`): over ssh, the host-side helper's copy, its stdin and
+    stdout the controller's pipe."""
+    if inventory is None:
+        return [sys.executable, "-m", "systems.faulthook", *args]
+    from testbeds import inventory as inv_mod, remote
+    h = inv_mod.load(inventory).host(host)
+    lib = f"{h.work_dir}/lib"
+    return remote.ssh_cmd(h, f"cd {shlex.quote(lib)} && exec python3 -m sbhost.faulthook {shlex.join(args)}")
 
 
 def runner_cmd(runner: str, *args: str, inventory: str | None = None) -> list[str]:

@@ -1,8 +1,10 @@
 """End-to-end check of the lab (env/test): 3 servers + 1 client, one Kafka and one Pulsar cell at L1 (the ci
-scale's E000-LAT1 workload, a few seconds each) through workloads/run.py's hooks, 0 lost / 0 duplicated, then
-no namespace, sshd, broker or runner left.
+scale's E000-LAT1 workload, a few seconds each) through workloads/run.py's hooks, 0 lost / 0 duplicated; then fault
+cells at L1 through workloads/faultrun.py on the hosts (default: Pulsar crash-all, its nodes on three hosts restarted
+stage by stage), 0 acknowledged messages lost; then no namespace, sshd, broker or runner left.
 
   python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
+                             [--faults pulsar:crash-all,kafka:kill-one]
 """
 from __future__ import annotations
 
@@ -41,6 +43,24 @@ def cell(system: str, out: Path, inv_path: Path) -> dict:
     return rec
 
 
+def fault_cell(system: str, fault: str, out: Path, inv_path: Path) -> dict:
+    """One fault run at L1 on the lab's hosts (the ci scale's E000-FAULTCI workload and timing)."""
+    wl = "1-topic-8-partitions-1kb-1p-1c-2k"
+    key = f"{system}/L1+stock/{wl}--{fault}/rep-1"
+    cmd = [sys.executable, "-m", "workloads.faultrun", "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
+           "--testbed", "labtest", "--scale", "ci", "--system", system, "--level", "L1", "--tuning", "stock",
+           "--workload", wl, "--fault", fault, "--rep", "1", "--default-tuning", "tuned",
+           "--in-experiments", "E000-FAULTCI",
+           "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-stock.yaml"),
+           "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
+           "--log", str(out / "logs" / f"{key}.log")]
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=root(), check=True, timeout=900)
+    rec = json.loads((out / "status" / f"{key}.json").read_text())
+    rec["seconds"] = round(time.monotonic() - t0, 1)
+    return rec
+
+
 def leftovers(state: dict) -> list[str]:
     """What of the lab still exists: namespaces, sshd processes, processes in its namespaces."""
     out = [f"namespace {n}" for n in lab.netns_list() if n.startswith(f"{lab.PREFIX}-{state['id']}-")]
@@ -61,7 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("--subnet", default="10.77.0.0/24")
     ap.add_argument("--out", type=Path, default=root() / "data" / "runs" / "labtest")
     ap.add_argument("--systems", default="kafka,pulsar")
+    ap.add_argument("--faults", default="pulsar:crash-all", help="SYSTEM:FAULT,... fault cells at L1 ('' for none)")
     a = ap.parse_args(argv)
+    faults = [tuple(x.split(":", 1)) for x in a.faults.split(",") if x]
     shutil.rmtree(a.out, ignore_errors=True)
     failures = []
     seen = {"id": a.id, "pids": []}
@@ -72,8 +94,9 @@ def main(argv=None) -> int:
         d = Path(inv.provider["dir"])
         seen["pids"] += [int(Path(f).read_text().split()[0]) for f in inv.provider["sshdPidFiles"].values()]
         tp = time.monotonic()
-        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path)], check=True,
-                       cwd=root(), timeout=1800)
+        systems = ",".join(dict.fromkeys([s for s in a.systems.split(",") if s] + [s for s, _ in faults]))
+        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path), "--systems",
+                        systems], check=True, cwd=root(), timeout=1800)
         say(f"prepared in {time.monotonic() - tp:.0f} s")
         for system in [s for s in a.systems.split(",") if s]:
             rec = cell(system, a.out, inv_path)
@@ -95,6 +118,15 @@ def main(argv=None) -> int:
                     failures.append(f"{system} L1 cell: the lab's cluster or runner CPU was not attributed: {host}")
                 if rec.get("maxGcPauseMs") is None:
                     failures.append(f"{system} L1 cell: no GC log of the server hosts' brokers was read")
+        for system, fault in faults:
+            rec = fault_cell(system, fault, a.out, inv_path)
+            f = rec.get("fault") if isinstance(rec.get("fault"), dict) else {}
+            say(f"{system} L1 {fault}: {rec['status']} in {rec['seconds']} s, {f.get('lost')} lost of "
+                f"{f.get('acknowledged')} acknowledged, targets {f.get('targets')}"
+                + (f": {rec.get('error', '').splitlines()[0]}" if rec["status"] != "ok" else ""))
+            if rec["status"] != "ok" or f.get("lost") != 0 or not f.get("acknowledged"):
+                failures.append(f"{system} L1 {fault}: {rec['status']} lost={f.get('lost')} "
+                                f"acknowledged={f.get('acknowledged')} {rec.get('error', '')}".strip())
         # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
                        cwd=root(), check=True, timeout=600)

@@ -25,9 +25,10 @@ write not fsynced is dropped from the faultfs mounts under the nodes' data direc
 Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the nodes start again from their pid
 files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
 
-The strike comes from a hook process (`--hook`) started with the cycle, its imports done, waiting on its stdin: the
-traffic's timer writes one line there at the planned time, so no Python start-up lies between the planned time and
-the kill. A node that is not back (its ports listening) within restartDeadlineSeconds makes the run failed, with the
+The strike comes from the fault hooks (systems/faulthook.py: one per host holding targets, on this machine one
+process, on an inventory's hosts one over ssh each) started with the cycle, their imports done, waiting on their
+stdin: at the planned time the traffic's timer has the driver write one line to each, so no Python start-up lies
+between the planned time and the kill; the driver then restarts the targets stage by stage across the hosts. A node that is not back (its ports listening) within restartDeadlineSeconds makes the run failed, with the
 node's log tail; the cluster is then torn down, and partial results never reach data/raw. SIGTERM/SIGINT/SIGHUP: the hook is stopped (TERM, KILL after 5 s), then the cluster.
 
 The verdict (never inferred from rates):
@@ -63,7 +64,7 @@ from pathlib import Path
 import yaml
 
 from workloads import plan, scale
-from workloads.run import CellFailure, Clusters, now, tail
+from workloads.run import CellFailure, Clusters, hooks, now, tail
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_MS = 1000.0       # a send acknowledged later than this counts as unavailable
@@ -465,101 +466,12 @@ def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------- hook
-def hook_main(rundir: Path, names: list[str], down: float, power_loss: bool, deadline: float) -> int:
-    """Wait for one line on stdin, then kill -9 the named nodes, (power loss: drop unsynced writes), wait `down`
-    seconds, restart them stage by stage and report JSON lines on stdout."""
-    from systems import proc
+class _HookProc:
+    """One host's fault hook (systems/faulthook.py) and a reader of its event lines."""
 
-    drop = None
-    if power_loss:
-        from systems import faultfs  # imported now, not after the strike
-
-        drop = faultfs.drop_all
-    cluster = json.loads((rundir / "cluster.json").read_text())
-    # a node is back when its ports listen (not a bookie's metrics port: the launcher switches that server off)
-    ports = {n["name"]: [p for k, p in n["ports"].items() if k != "metrics"] for n in cluster["nodes"]}
-    recs = {r.node: r for r in proc.read_pid_records(rundir)}
-    missing = [n for n in names if n not in recs]
-
-    def say(**kv):
-        print(json.dumps(kv), flush=True)
-
-    if missing:
-        say(event="failed", node=missing[0], error="no pid file")
-        return 1
-    say(event="ready")
-    if not sys.stdin.readline():
-        return 0  # the traffic ended before the planned time (its process went away)
-    t = time.time()
-    for n in names:
-        try:
-            os.killpg(recs[n].pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    say(event="struck", t=t, targets=names)
-    stop = time.monotonic() + 30
-    while any(recs[n].alive() for n in names) and time.monotonic() < stop:
-        time.sleep(0.02)
-    dropped = None
-    if drop is not None:
-        dropped = drop(rundir)
-        say(event="dropped", t=time.time(), detail=dropped if isinstance(dropped, (dict, list, int)) else str(dropped))
-    time.sleep(max(0.0, t + down - time.time()))
-    restarted = time.time()
-    end = time.monotonic() + deadline
-    logs = {n["name"]: Path(n["log"]) for n in cluster["nodes"]}
-    procs = {}
-
-    def wait_back(group) -> bool:
-        for n in group:
-            while not all(proc.port_listening(p) for p in ports[n]):
-                if procs[n].poll() is not None or time.monotonic() > end:
-                    why = (f"exited with status {procs[n].returncode}" if procs[n].poll() is not None
-                           else f"not back (ports {ports[n]}) {deadline:.0f} s after the restart")
-                    say(event="failed", node=n, error=f"{n} {why}", logTail=proc.tail(logs[n], 40))
-                    return False
-                time.sleep(0.1)
-        return True
-
-    # ZooKeeper first (stop stage 2), then the bookies and the broker together (the broker retries until bookies
-    # are there), as `up` starts them; Kafka's nodes all at once
-    started = []
-    for stage in sorted({recs[n].stop_stage for n in names}, reverse=True):
-        group = [n for n in names if recs[n].stop_stage == stage]
-        for n in group:
-            procs[n] = _restart(rundir, recs[n])
-        started += group
-        say(event="restarted", t=time.time(), nodes=group)
-        if stage >= 2 and not wait_back(group):
-            return 1
-    if not wait_back(started):
-        return 1
-    say(event="back", t=time.time(), restarted=restarted)
-    return 0
-
-
-def _restart(rundir: Path, r):
-    """Start a killed node again as `up` started it (its pid file: command, directory, log, variables)."""
-    from systems import proc
-
-    if not r.cwd:
-        raise RuntimeError(f"{r.node}: its pid file has no start command (cluster started by an older launcher)")
-    env = dict(os.environ)
-    env.update(r.env or {})
-    p, _ = proc.start_process(rundir, r.node, r.cmd, cwd=Path(r.cwd), log=Path(r.log), env=env,
-                              stop_stage=r.stop_stage, env_extra=r.env)
-    return p
-
-
-class Hook:
-    """The hook process and a reader of its event lines."""
-
-    def __init__(self, rundir: Path, names: list[str], down: float, power_loss: bool, deadline: float, log: Path):
-        cmd = [sys.executable, "-m", "workloads.faultrun", "--hook", "--rundir", str(rundir), "--targets",
-               ",".join(names), "--down", str(down), "--restart-deadline", str(deadline)] + (
-                   ["--power-loss"] if power_loss else [])
-        self.log = open(log, "a")
-        self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+    def __init__(self, host: str, cmd: list[str], log):
+        self.host = host
+        self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                   text=True, start_new_session=True)
         self.events: list[dict] = []
         self.cv = threading.Condition()
@@ -575,30 +487,27 @@ class Hook:
                 self.events.append(ev)
                 self.cv.notify_all()
         with self.cv:
-            self.events.append({"event": "exited"})
+            self.events.append({"event": "exited", "host": self.host})
             self.cv.notify_all()
 
-    def wait(self, names: tuple[str, ...], timeout: float) -> dict | None:
-        end = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                for ev in self.events:
-                    if ev["event"] in names or ev["event"] in ("failed", "exited"):
-                        return ev
-                left = end - time.monotonic()
-                if left <= 0:
-                    return None
-                self.cv.wait(left)
-
-    def strike(self) -> None:
+    def send(self, line: str) -> None:
         try:
-            self.p.stdin.write("strike\n")
+            self.p.stdin.write(line + "\n")
             self.p.stdin.flush()
-        except (BrokenPipeError, ValueError):
+        except (BrokenPipeError, ValueError, OSError):
             pass
 
-    def first(self, name: str) -> dict | None:
-        return next((e for e in self.events if e["event"] == name), None)
+    def next(self, name: str, after: int, end: float) -> tuple[dict | None, int]:
+        """The first event `name` (or failed/exited) at index >= after, before `end`; and the index after it."""
+        with self.cv:
+            while True:
+                for k in range(after, len(self.events)):
+                    if self.events[k]["event"] in (name, "failed", "exited"):
+                        return self.events[k], k + 1
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None, after
+                self.cv.wait(left)
 
     def stop(self) -> None:
         """TERM the hook's process group, KILL after 5 s."""
@@ -613,6 +522,140 @@ class Hook:
                 self.p.wait(wait)
             except subprocess.TimeoutExpired:
                 continue
+
+
+class Hook:
+    """The cycle's fault hooks, one per host that holds targets (on this machine one; on an inventory's hosts one
+    over ssh each), driven together, and their events merged into the cycle's timeline: ready (every hook), struck
+    (the first kill), dropped, restarted (per stop stage, every host's targets of it), back (every target listening
+    again), failed (a hook's, naming the node), exited.
+
+    The restart follows the stop stages as `up` starts them, across hosts: ZooKeeper (stage 2 and up) and every node
+    of a stage waited for before the next starts, bookies and broker together (the broker retries until they are
+    there); Kafka's nodes all at once."""
+
+    def __init__(self, cluster: dict, names: list[str], down: float, power_loss: bool, deadline: float, log: Path,
+                 inventory: str | None = None):
+        from testbeds import hooks
+
+        by_name = {n["name"]: n for n in cluster["nodes"]}
+        self.down, self.deadline, self.power_loss = down, deadline, power_loss
+        self.log = open(log, "a")
+        self.stage_of = {n: int(by_name[n].get("stopStage", 0)) for n in names}
+        groups: dict[str, list[str]] = {}
+        for n in names:
+            groups.setdefault(by_name[n].get("hostName") or "local", []).append(n)
+        self.procs: dict[str, _HookProc] = {}
+        self.targets = groups
+        for host, ns in groups.items():
+            rundir = by_name[ns[0]].get("hostRunDir") or cluster["rundir"]
+            args = ["--rundir", rundir, "--targets", ",".join(ns), "--restart-deadline", str(deadline)] + (
+                ["--power-loss"] if power_loss else [])
+            self.procs[host] = _HookProc(host, hooks.fault_hook_cmd(
+                args, host if inventory else None, inventory), self.log)
+        self.events: list[dict] = []
+        self.cv = threading.Condition()
+        self._go = threading.Event()
+        self._done = threading.Event()
+        threading.Thread(target=self._drive, daemon=True).start()
+
+    def _emit(self, **ev) -> None:
+        with self.cv:
+            self.events.append(ev)
+            self.cv.notify_all()
+
+    def _all(self, hosts, name: str, pos: dict, end: float) -> list[dict] | None:
+        """Each host's next event `name`; None after emitting failed (a hook failed, exited or was too slow)."""
+        out = []
+        for h in hosts:
+            ev, pos[h] = self.procs[h].next(name, pos[h], end)
+            if ev is None or ev["event"] != name:
+                ev = ev or {"event": "failed", "node": "?", "error": f"host {h}: no '{name}' from its fault hook"}
+                if ev["event"] == "exited":
+                    ev = {"event": "failed", "node": "?", "error": f"host {h}: its fault hook exited"}
+                self._emit(**{**ev, "host": h})
+                return None
+            out.append(ev)
+        return out
+
+    def _drive(self) -> None:
+        try:
+            pos = {h: 0 for h in self.procs}
+            hosts = list(self.procs)
+            if self._all(hosts, "ready", pos, time.monotonic() + 60) is None:
+                return
+            self._emit(event="ready")
+            self._go.wait()
+            if self._done.is_set():
+                return
+            for h in hosts:
+                self.procs[h].send("strike")
+            evs = self._all(hosts, "struck", pos, time.monotonic() + 60)
+            if evs is None:
+                return
+            t = min(e["t"] for e in evs)
+            self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]])
+            if self.power_loss:
+                for h in hosts:
+                    self.procs[h].send("drop")
+                evs = self._all(hosts, "dropped", pos, time.monotonic() + 120)
+                if evs is None:
+                    return
+                detail = evs[0]["detail"] if len(evs) == 1 else {e_h: e["detail"] for e_h, e in zip(hosts, evs)}
+                self._emit(event="dropped", t=max(e["t"] for e in evs), detail=detail)
+            time.sleep(max(0.0, t + self.down - time.time()))
+            restarted = time.time()
+            end = time.monotonic() + self.deadline + 30
+            for stage in sorted(set(self.stage_of.values()), reverse=True):
+                hs = [h for h in hosts if any(self.stage_of[n] == stage for n in self.targets[h])]
+                for h in hs:
+                    self.procs[h].send(f"restart {stage}")
+                evs = self._all(hs, "restarted", pos, end)
+                if evs is None:
+                    return
+                self._emit(event="restarted", t=max(e["t"] for e in evs), nodes=[n for e in evs for n in e["nodes"]])
+                if stage >= 2:
+                    for h in hs:
+                        self.procs[h].send(f"back {stage}")
+                    if self._all(hs, "back", pos, end) is None:
+                        return
+            for h in hosts:
+                self.procs[h].send("back all")
+            if self._all(hosts, "back", pos, end) is None:
+                return
+            self._emit(event="back", t=time.time(), restarted=restarted)
+        except Exception as exc:  # the driver must report, never die silently
+            self._emit(event="failed", node="?", error=f"fault hook driver: {type(exc).__name__}: {exc}")
+        finally:
+            self._emit(event="exited")
+
+    def wait(self, names: tuple[str, ...], timeout: float) -> dict | None:
+        end = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                for ev in self.events:
+                    if ev["event"] in names or ev["event"] in ("failed", "exited"):
+                        return ev
+                left = end - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cv.wait(left)
+
+    def strike(self) -> None:
+        self._go.set()
+
+    def first(self, name: str) -> dict | None:
+        return next((e for e in self.events if e["event"] == name), None)
+
+    def ended(self) -> bool:
+        return self.first("exited") is not None
+
+    def stop(self) -> None:
+        """End the driver, then TERM each hook's process group (KILL after 5 s)."""
+        self._done.set()
+        self._go.set()
+        for hp in self.procs.values():
+            hp.stop()
         self.log.close()
 
 
@@ -680,8 +723,9 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             pass
     phase = "set-up"
     try:
-        if inventory is not None:
-            raise CellFailure("error", "fault runs on a multi-host testbed are not implemented yet", "set-up")
+        if inventory is not None and run.fault == "power-loss":
+            raise CellFailure("error", f"{run.fault}: faultfs is not shipped to an inventory's hosts yet (the kill "
+                              "faults run there)", "set-up")
         exp_id = next(e for e in run.experiments if "faults" in doc["experiments"][e])
         timing = plan.fault_timing(doc, scale_name, exp_id)
         wl = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
@@ -716,8 +760,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         leader = client.leader(topic)
         fault["targets"] = targets(run.fault, cluster, leader, strike)
         record["faultPlan"]["targets"] = fault["targets"]
-        hook = Hook(rundir, fault["targets"], fault["downSeconds"], run.fault == "power-loss",
-                    float(timing["restartDeadlineSeconds"]), log)
+        hook = Hook(cluster, fault["targets"], fault["downSeconds"], run.fault == "power-loss",
+                    float(timing["restartDeadlineSeconds"]), log, inventory)
         ev = hook.wait(("ready",), 60)
         if not ev or ev["event"] != "ready":
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")
@@ -727,7 +771,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
 
         def recovered() -> bool:
             ev = hook.first("back")
-            if hook.first("failed") or hook.p.poll() is not None and ev is None:
+            if hook.first("failed") or hook.ended() and ev is None:
                 return True  # nothing to wait for
             if ev is None:
                 return False
@@ -848,12 +892,6 @@ def _stop_all(hook, client, cl, log, failed=False, keep=False) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.faultrun", description=__doc__.splitlines()[0])
-    ap.add_argument("--hook", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--rundir", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--targets", help=argparse.SUPPRESS)
-    ap.add_argument("--down", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--power-loss", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--restart-deadline", type=float, default=120, help=argparse.SUPPRESS)
     ap.add_argument("--clusters")
     ap.add_argument("--driver")
     ap.add_argument("--experiments", default=str(plan.EXPERIMENTS))
@@ -876,8 +914,6 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-cluster", action="store_true",
                     help="leave the cluster running after a cycle that ended well, for the next fault run of its key")
     a = ap.parse_args(argv)
-    if a.hook:
-        return hook_main(a.rundir, a.targets.split(","), a.down, a.power_loss, a.restart_deadline)
     missing = [k for k in ("clusters", "testbed", "scale", "system", "level", "tuning", "workload", "fault", "rep",
                            "driver", "result", "status", "log") if getattr(a, k) is None]
     if missing:
@@ -887,6 +923,8 @@ def main(argv=None) -> int:
                  f"{', '.join(f for f, s in plan.FAULTS.items() if a.system in s)})")
     exps = tuple(e for e in a.in_experiments.split(",") if e)
     run = plan.Run(a.system, a.level, a.tuning, None, a.workload, None, a.rep, exps, a.default_tuning, a.fault)
+    if a.inventory and not hooks.testbed_failed(a.inventory):
+        hooks.enter_controller(a.inventory)  # the cycle's clients talk to the hosts themselves
     rec = execute(run, a.testbed, a.scale, Path(a.result), Path(a.status), Path(a.clusters), Path(a.log),
                   Path(a.driver), a.seed, Path(a.experiments), json.loads(a.limits), a.inventory, a.keep_cluster)
     f = rec.get("fault") or {}

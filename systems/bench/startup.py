@@ -57,7 +57,7 @@ def kafka_perf(doc: dict, records: int, size: int, topic: str = "bench-perf", ra
         time.sleep(0.2)
     libs = Path(doc["distribution"]) / "libs"
     props = [f"bootstrap.servers={bs}"] + [f"{k}={v}" for k, v in client["producerConfig"].items()]
-    log4j = Path(doc["rundir"]) / "nodes" / "log4j2.properties"
+    log4j = Path(doc["rundir"]) / "nodes" / "kafka-1" / "log4j2.properties"
     cmd = ["java", "-Xmx512m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{libs}/*",
            "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
            "--record-size", str(size), "--throughput", str(rate), "--producer-props", *props]

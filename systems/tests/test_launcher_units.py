@@ -122,7 +122,7 @@ def test_pravega_logged_config_parse(tmp_path):
                    "2026-01-01 00:00:00,001 INFO  [main] i.p.s.s.h.ServiceStarter: bookkeeper.ack.quorum.size = 2\n"
                    "2026-01-01 00:00:00,001 INFO  [main] i.p.s.s.h.ServiceStarter: a.b = c d\n"
                    "2026-01-01 00:00:00,002 INFO  [main] i.p.s.Other: started\n")
-    assert pravega._logged_config(log, "Segment store configuration:") == {"bookkeeper.ack.quorum.size": "2",
+    assert pravega._logged_config(log.read_text(), "Segment store configuration:") == {"bookkeeper.ack.quorum.size": "2",
                                                                            "a.b": "c d"}
 
 

@@ -10,8 +10,11 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
   sbnode.py stop RUNDIR [--timeout S]   stop every node recorded under RUNDIR/pids (staged, then KILL)
   sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
   sbnode.py status RUNDIR            JSON {node: alive}
+  sbnode.py wait READY.json          wait for a start-up stage's readiness conditions on this host (systems/ready.py)
 
-SPEC: {"node", "rundir", "cmd": [...], "env": {...}, "cwd", "log", "stopStage", "timeout"}
+SPEC: {"node", "rundir", "cmd": [...], "env": {...}, "cwd", "log", "stopStage", "timeout", "mkdirs": [...],
+       "maxLogBytes"}  (the node's log is capped as on this machine, whatever the number of starts)
+READY: {"rundir", "conds": [...], "timeout"}
 """
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ import os
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sbhost import ready  # noqa: E402
 from sbhost.proc import read_pid_records, start_process, stop_records, tail  # noqa: E402
 from sbhost.util import SystemsError  # noqa: E402
 
@@ -38,13 +43,19 @@ def _spec(path: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def start(spec: dict) -> int:
+def _start(spec: dict):
     _limits()
     env = dict(os.environ)
     env.update(spec.get("env") or {})
-    Path(spec["cwd"]).mkdir(parents=True, exist_ok=True)
-    p, _ = start_process(Path(spec["rundir"]), spec["node"], spec["cmd"], cwd=Path(spec["cwd"]),
-                         log=Path(spec["log"]), env=env, stop_stage=int(spec.get("stopStage", 0)))
+    for d in [spec["cwd"], *(spec.get("mkdirs") or [])]:
+        Path(d).mkdir(parents=True, exist_ok=True)
+    return start_process(Path(spec["rundir"]), spec["node"], spec["cmd"], cwd=Path(spec["cwd"]),
+                         log=Path(spec["log"]), env=env, stop_stage=int(spec.get("stopStage", 0)),
+                         max_log_bytes=spec.get("maxLogBytes"), env_extra=spec.get("env") or {})
+
+
+def start(spec: dict) -> int:
+    p, _ = _start(spec)
     print(p.pid)
     return 0
 
@@ -52,14 +63,9 @@ def start(spec: dict) -> int:
 def once(spec: dict) -> int:
     """Run a one-off command to completion; it is recorded in RUNDIR/pids while it runs, so `stop` (after a
     failure or an interrupt of the controller) ends it too."""
-    _limits()
-    env = dict(os.environ)
-    env.update(spec.get("env") or {})
     log = Path(spec["log"])
-    Path(spec["cwd"]).mkdir(parents=True, exist_ok=True)
     rundir = Path(spec["rundir"])
-    p, rec = start_process(rundir, spec["node"], spec["cmd"], cwd=Path(spec["cwd"]), log=log, env=env,
-                           stop_stage=int(spec.get("stopStage", 0)))
+    p, rec = _start(spec)
     try:
         rc = p.wait(timeout=float(spec.get("timeout", 300)))
     except subprocess.TimeoutExpired:
@@ -69,6 +75,24 @@ def once(spec: dict) -> int:
     if rc != 0:
         print(f"{spec['node']}: exit {rc}; last lines of {log}:\n{tail(log, 15)}", file=sys.stderr)
     return rc
+
+
+def wait(spec: dict) -> int:
+    """A stage's readiness conditions, in order, until the spec's timeout; a node of this host that dies ends the
+    wait at once. One line on failure naming the node (and its log's last lines), exit 1."""
+    rundir = Path(spec["rundir"])
+
+    def dead(node: str) -> str | None:
+        rec = next((r for r in read_pid_records(rundir) if r.node == node), None)
+        if rec is None or rec.alive():
+            return None
+        return f"exited during start-up; last lines of {rec.log}:\n{tail(Path(rec.log), 15)}"
+    try:
+        ready.wait(spec["conds"], time.monotonic() + float(spec.get("timeout", 300)), dead)
+    except ready.NotReady as e:
+        print(f"{e.node}: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def stop(rundir: Path, timeout: float) -> dict:
@@ -91,6 +115,8 @@ def main(argv: list[str]) -> int:
             return start(_spec(arg))
         if cmd == "once":
             return once(_spec(arg))
+        if cmd == "wait":
+            return wait(_spec(arg))
         if cmd == "stop":
             print(json.dumps(stop(Path(arg), timeout)))
             return 0

@@ -23,6 +23,7 @@ def shipped(tmp_path):
     (lib / "sbhost").mkdir(parents=True)
     shutil.copy(v["sbnode"], lib / "sbnode.py")
     shutil.copy(v["proc"], lib / "sbhost" / "proc.py")
+    shutil.copy(v["ready"], lib / "sbhost" / "ready.py")
     shutil.copy(v["shim"], lib / "sbhost" / "util.py")
     shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
     return lib
@@ -62,3 +63,42 @@ def test_once_exit_code(shipped, tmp_path):
     assert r.returncode == 7
     assert "boom" in r.stderr
     assert not (run / "pids" / "fmt.json").exists()
+
+
+@pytest.mark.skipif(PY is None, reason="no system python3")
+def test_wait_checks_the_stage_on_the_host_and_a_dead_node_ends_it_at_once(shipped, tmp_path):
+    run = tmp_path / "run"
+    log = run / "n1" / "node.log"
+    spec = tmp_path / "spec.json"
+    # a node that prints its ready line after a moment, then keeps running
+    spec.write_text(json.dumps({"node": "n1", "rundir": str(run), "cmd": ["sh", "-c", "sleep 1; echo up and ready; sleep 300"],
+                                "env": {}, "cwd": str(run / "n1"), "log": str(log), "stopStage": 0,
+                                "mkdirs": [str(run / "data" / "n1")], "maxLogBytes": 1 << 20}))
+    assert _sb(shipped, "start", spec).returncode == 0
+    assert (run / "data" / "n1").is_dir()
+    ready = tmp_path / "ready.json"
+    ready.write_text(json.dumps({"rundir": str(run), "timeout": 30,
+                                 "conds": [{"kind": "log", "node": "n1", "path": str(log), "text": "up and ready"}]}))
+    t0 = time.monotonic()
+    r = _sb(shipped, "wait", ready)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 20
+    # a condition that never holds: the timeout, one line naming the node and what it waited for
+    ready.write_text(json.dumps({"rundir": str(run), "timeout": 1,
+                                 "conds": [{"kind": "port", "node": "n1", "address": "127.0.0.1", "port": 1}]}))
+    r = _sb(shipped, "wait", ready)
+    assert r.returncode == 1 and r.stderr.strip() == "n1: not ready (port 127.0.0.1:1 not listening)"
+    _sb(shipped, "stop", run, "--timeout", "5")
+    # a node that dies: the wait ends at once with its log's last lines, not at the timeout
+    spec.write_text(json.dumps({"node": "n2", "rundir": str(run), "cmd": ["sh", "-c", "echo cannot bind; exit 3"],
+                                "env": {}, "cwd": str(run / "n2"), "log": str(run / "n2" / "node.log"), "stopStage": 0}))
+    assert _sb(shipped, "start", spec).returncode == 0
+    time.sleep(0.5)
+    ready.write_text(json.dumps({"rundir": str(run), "timeout": 60,
+                                 "conds": [{"kind": "log", "node": "n2", "path": str(run / "n2" / "node.log"),
+                                            "text": "never printed"}]}))
+    t0 = time.monotonic()
+    r = _sb(shipped, "wait", ready)
+    assert r.returncode == 1 and time.monotonic() - t0 < 20
+    assert r.stderr.startswith("n2: exited during start-up; last lines of ") and "cannot bind" in r.stderr
+    _sb(shipped, "stop", run, "--timeout", "5")

@@ -1,13 +1,16 @@
-"""Cluster plans for remote hosts: every file rendered by the local launcher's functions, with the inventory's
-addresses and no loopback anywhere; the level's settings from systems/durability.yaml."""
+"""Cluster plans on an inventory's hosts (systems/plan.py with testbeds/cluster.py's placement), as shipped: each
+host's archive holds every file at its path, with the inventory's addresses and no loopback anywhere, the level's
+settings from systems/durability.yaml, and a spec per node, one-off command and readiness stage."""
 from __future__ import annotations
 
 import json
+import tarfile
 
 import pytest
 
 from systems import dist, durability
-from systems.util import load_config
+from systems import plan as splan
+from systems.util import load_config, resolve
 from testbeds import cluster, inventory
 from testbeds.lab import inventory_doc, plan
 
@@ -20,14 +23,28 @@ def inv(tmp_path):
     return inventory.load(f)
 
 
-def _files(pl):
-    return {f["dest"]: open(f["src"]).read() for fs in pl.files.values() for f in fs}
+def shipped(inv, system, level, tmp_path, conf_dir=None):
+    """The plan, remote.json's vars, and every shipped file by host: {host: {path: text}}."""
+    cfg = load_config()
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    pl = splan.build(system, level, "tuned", cluster.hosts_placement(inv, system, rundir.name), cfg,
+                     durability.load(resolve(cfg["durability_file"])), conf_dir=conf_dir)
+    v = cluster.remote_vars(pl, rundir, cfg)["sb_cluster"]
+    by_host = {}
+    for h, tar in v["bundles"].items():
+        with tarfile.open(tar) as t:
+            by_host[h] = {"/" + m.name: t.extractfile(m).read().decode() for m in t.getmembers()}
+    return pl, v, by_host
+
+
+def _files(by_host):
+    return {p: t for fs in by_host.values() for p, t in fs.items()}
 
 
 def test_kafka_plan(inv, tmp_path):
-    pl = cluster.Plan(inv, "kafka", "L1", "tuned", tmp_path / "run", load_config())
-    cluster.plan_kafka(pl)
-    files = _files(pl)
+    pl, v, by_host = shipped(inv, "kafka", "L1", tmp_path)
+    files = _files(by_host)
     props = [t for d, t in files.items() if d.endswith("server.properties")]
     assert len(props) == 3
     voters = "1@10.77.0.11:9093,2@10.77.0.12:9093,3@10.77.0.13:9093"
@@ -39,21 +56,27 @@ def test_kafka_plan(inv, tmp_path):
     assert pl.endpoints["kafka"]["bootstrapServers"] == "10.77.0.11:9092,10.77.0.12:9092,10.77.0.13:9092"
     # every remote path under the host's root; data under the host's log directory
     for h in inv.servers:
-        for f in pl.files[h.name]:
-            assert inventory.under(f["dest"], h.root)
+        for p in by_host[h.name]:
+            assert inventory.under(p, h.root)
     for n in pl.nodes:
-        host = next(h for h in inv.hosts if h.address == n["host"])
-        assert all(d.startswith(host.data_dir("log") + "/") for d in n["dataDirs"])
-    specs = [json.loads(t) for d, t in files.items() if d.endswith("/spec.json")]
+        host = next(h for h in inv.hosts if h.address == n.host.address)
+        assert all(d.startswith(host.data_dir("log") + "/") for d in n.data_dirs)
+    specs = [json.loads(t) for d, t in files.items() if d.endswith(".spec.json")]
     assert {s["node"] for s in specs} == {"kafka-1", "kafka-2", "kafka-3", "kafka-1-format", "kafka-2-format",
                                           "kafka-3-format"}
+    # the node's log is capped on the host as on this machine
+    assert {s["maxLogBytes"] for s in specs} == {load_config()["node_log_max_mb"] << 20}
+    # each host waits for its own node's start-up line, checked there
+    for h in inv.servers:
+        (ready,) = v["stages"][0]["wait"][h.name]
+        conds = json.loads(by_host[h.name][ready])["conds"]
+        assert [(c["kind"], c["node"]) for c in conds] == [("log", f"kafka-{h.name[-1]}")]
 
 
 @pytest.mark.skipif(not (dist.dist_dir("pulsar") / "conf").is_dir(), reason="pulsar distribution not prepared")
 def test_pulsar_plan(inv, tmp_path):
-    pl = cluster.Plan(inv, "pulsar", "L1", "tuned", tmp_path / "run", load_config())
-    cluster.plan_pulsar(pl, dist.dist_dir("pulsar") / "conf")
-    files = _files(pl)
+    pl, sv, by_host = shipped(inv, "pulsar", "L1", tmp_path, dist.dist_dir("pulsar") / "conf")
+    files = _files(by_host)
     bk = {d: t for d, t in files.items() if d.endswith("bookkeeper.conf")}
     assert len(bk) == 3
     ss = durability.server_settings("pulsar", "L1", "tuned")
@@ -69,4 +92,31 @@ def test_pulsar_plan(inv, tmp_path):
     zk = next(t for d, t in files.items() if d.endswith("zookeeper.conf"))
     assert "\nclientPortAddress=10.77.0.11\n" in zk
     assert pl.endpoints["pulsar"]["serviceUrl"] == "pulsar://10.77.0.11:6650"
-    assert [sorted(s.get("start", {})) for s in pl.stages] == [["server-1"], ["server-1", "server-2", "server-3"]]
+    assert [sorted(s["start"]) for s in sv["stages"]] == [["server-1"], ["server-1", "server-2", "server-3"]]
+    # no loopback in any setting (the shipped templates' comments mention it)
+    assert not [ln for t in files.values() for ln in t.splitlines() if "127.0.0.1" in ln and not ln.startswith("#")]
+
+
+def test_pravega_plan(inv, tmp_path):
+    pl, v, by_host = shipped(inv, "pravega", "L1", tmp_path)
+    files = _files(by_host)
+    assert not any("127.0.0.1" in t for t in files.values())
+    where = {n.name: n.host.name for n in pl.nodes}
+    assert where == {"zookeeper": "server-1", "bookie-1": "server-1", "bookie-2": "server-2", "bookie-3": "server-3",
+                     "segmentstore": "server-1", "controller": "server-1"}
+    ss = next(t for d, t in files.items() if d.endswith("segmentstore/config.properties"))
+    assert "pravegaservice.service.published.host.nameOrIp=10.77.0.11\n" in ss
+    tier2 = next(n for n in pl.nodes if n.name == "segmentstore").data_dirs[0]
+    assert f"filesystem.root={tier2}\n" in ss and tier2.startswith(inv.servers[0].data_dir("log") + "/")
+    for i in (1, 2, 3):
+        bk = next(t for d, t in files.items() if d.endswith(f"bookie-{i}/bookkeeper.conf"))
+        assert f"advertisedAddress=10.77.0.{10 + i}\n" in bk and "listeningInterface" not in bk
+        assert "allowLoopback=false\n" in bk
+        spec = json.loads(next(t for d, t in files.items() if d.endswith(f"bookie-{i}.spec.json")))
+        assert f"-Dstreambench.http.bindAddress=10.77.0.{10 + i}" in spec["cmd"]
+    ctl = json.loads(next(t for d, t in files.items() if d.endswith("controller.spec.json")))
+    assert "-Dstreambench.grpc.bindAddress=10.77.0.11" in ctl["cmd"]
+    # the bookies' readiness is checked on their own hosts, the controller's after the segment store's
+    assert sorted(h for s in v["stages"] for h in s["wait"]) == ["server-1", "server-1", "server-1", "server-1",
+                                                                  "server-2", "server-3"]
+    assert pl.endpoints["pravega"]["controllerUri"] == "tcp://10.77.0.11:9090"

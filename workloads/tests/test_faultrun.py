@@ -170,9 +170,10 @@ def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
     log = rundir / "nodes" / "n1" / "logs" / "node.log"
     p, rec = proc.start_process(rundir, "n1", ["sleep", "300"], cwd=rundir, log=log, env=dict(os.environ),
                                 env_extra={"X": "1"})
-    (rundir / "cluster.json").write_text(json.dumps({"system": "kafka", "nodes": [
-        {"name": "n1", "role": "broker+controller", "ports": {}, "log": str(log)}]}))
-    hook = faultrun.Hook(rundir, ["n1"], 0.5, False, 10, tmp_path / "hook.log")
+    cluster = {"system": "kafka", "rundir": str(rundir), "nodes": [
+        {"name": "n1", "role": "broker+controller", "ports": {}, "log": str(log), "stopStage": 0}]}
+    (rundir / "cluster.json").write_text(json.dumps(cluster))
+    hook = faultrun.Hook(cluster, ["n1"], 0.5, False, 10, tmp_path / "hook.log")
     try:
         assert hook.wait(("ready",), 30)["event"] == "ready"
         time.sleep(0.5)
@@ -192,7 +193,63 @@ def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
         hook.stop()
         for r in proc.read_pid_records(rundir):
             proc.stop_records([r], 5)
-    assert hook.p.poll() is not None
+    assert all(hp.p.poll() is not None for hp in hook.procs.values())
+
+
+def test_hooks_on_two_hosts_restart_stage_by_stage_across_them(tmp_path):
+    """Targets on two hosts (here two run directories of this machine, as an inventory's hosts would each have
+    theirs): one hook per host; the strike reaches both; the stage-2 node (ZooKeeper) is restarted and back before
+    the stage-1 node (a bookie) on the other host starts again."""
+    import os
+
+    from systems import proc
+
+    nodes, recs = [], {}
+    for host, name, stage in (("h1", "zookeeper", 2), ("h2", "bookie-2", 1)):
+        rundir = tmp_path / host
+        log = rundir / "nodes" / name / "logs" / "node.log"
+        log.parent.mkdir(parents=True)
+        _, recs[name] = proc.start_process(rundir, name, ["sleep", "300"], cwd=rundir, log=log, env=dict(os.environ),
+                                           stop_stage=stage)
+        nodes.append({"name": name, "role": name.split("-")[0], "ports": {}, "log": str(log), "stopStage": stage,
+                      "hostName": host, "hostRunDir": str(rundir)})
+    cluster = {"system": "pulsar", "rundir": str(tmp_path / "controller"), "nodes": nodes}
+    for host in ("h1", "h2"):
+        (tmp_path / host / "cluster.json").write_text(json.dumps(cluster))
+    hook = faultrun.Hook(cluster, ["bookie-2", "zookeeper"], 0.2, False, 10, tmp_path / "hook.log")
+    try:
+        assert hook.wait(("ready",), 30)["event"] == "ready"
+        assert set(hook.procs) == {"h1", "h2"}
+        hook.strike()
+        back = hook.wait(("back",), 30)
+        assert back and back["event"] == "back", hook.events
+        assert sorted(hook.first("struck")["targets"]) == ["bookie-2", "zookeeper"]
+        restarts = [e["nodes"] for e in hook.events if e["event"] == "restarted"]
+        assert restarts == [["zookeeper"], ["bookie-2"]]
+        for name, old in recs.items():
+            new = next(r for r in proc.read_pid_records(tmp_path / ("h1" if name == "zookeeper" else "h2"))
+                       if r.node == name)
+            assert new.pid != old.pid and new.alive() and new.stop_stage == old.stop_stage
+    finally:
+        hook.stop()
+        for host in ("h1", "h2"):
+            for r in proc.read_pid_records(tmp_path / host):
+                proc.stop_records([r], 5)
+
+
+def test_a_hook_that_fails_names_the_node_and_the_cycle_sees_it(tmp_path):
+    """A target whose pid file is missing: the hook says failed at once, naming the node; the driver reports it."""
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    cluster = {"system": "kafka", "rundir": str(rundir), "nodes": [
+        {"name": "kafka-2", "role": "broker+controller", "ports": {}, "log": str(rundir / "x.log"), "stopStage": 0}]}
+    (rundir / "cluster.json").write_text(json.dumps(cluster))
+    hook = faultrun.Hook(cluster, ["kafka-2"], 0.1, False, 5, tmp_path / "hook.log")
+    try:
+        ev = hook.wait(("ready",), 30)
+        assert ev["event"] == "failed" and ev["node"] == "kafka-2" and ev["error"] == "no pid file", hook.events
+    finally:
+        hook.stop()
 
 
 def test_kafka_leader_waits_for_a_broker_that_knows_the_topic(monkeypatch):

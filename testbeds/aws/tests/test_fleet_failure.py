@@ -36,19 +36,51 @@ def up_command(fleet: str, inventory, log, fail_after: str | None = None) -> str
     return shlex.join(args)
 
 
-def test_a_failed_bring_up_tears_down_that_fleet_only_and_its_runs_are_recorded_failed(aws, tmp_path):
+def test_a_failed_prepare_or_bring_up_tears_down_that_fleet_only_and_its_runs_are_recorded_failed(aws, tmp_path):
+    """Two fleets up (s002, s003); s003's prepare fails: s003 alone is torn down. Then s003's new bring-up fails
+    after its VPC and subnet: torn down again, alone; its later steps skipped; its runs recorded failed at once;
+    a later bring-up starts it afresh. s002 stays up throughout. (One test: each fleet's bring-up on the emulator
+    is a playbook run of 20-30 s.)"""
     before = everything(aws)
     cfg = config()
     fleets = tmp_path / "fleets"
-    # fleet s002 is up, its runs under way
-    provision.up(cfg, "s002", RUN, fleets / "s002" / "inventory.json", tmp_path / "up-s002.log", wait=False,
-                 fleets_dir=fleets)
+    session = plan.check_credentials("us-east-1")
+    room = plan.network_room({"region": "us-east-1"}, session, RUN)[0]
+    for fleet in ("s002", "s003"):
+        provision.up(cfg, fleet, RUN, fleets / fleet / "inventory.json", tmp_path / f"up-{fleet}.log", wait=False,
+                     fleets_dir=fleets)
     s002 = instances_of(aws, "s002")
-    assert len(s002) == 5
+    assert len(s002) == 5 and len(instances_of(aws, "s003")) == 4
+    # the fleets of this run that are up do not count against its room for fleets at once (they are the plan's own);
+    # for another run they do
+    assert plan.network_room({"region": "us-east-1"}, session, RUN)[0] == room
+    assert plan.network_room({"region": "us-east-1"}, session, "another-run")[0] == room - 2
 
-    # fleet s003's bring-up fails after it made its VPC and subnet (the injected failure of up.yml)
+    # --- s003's prepare fails (as `python -m testbeds prepare` does: one line naming the host, in the step's log)
+    log = tmp_path / "prepare-s003.log"
+    out = fleets / "s003" / "prepared.json"
+    cmd = f"echo 'testbeds: error: host s003-server-2: ssh: connect to host: Connection timed out' > {log}; exit 2"
+    assert provision.fleet_step(cfg, "s003", RUN, "prepare", out, cmd, log, fleets_dir=fleets) == 0
+    assert instances_of(aws, "s003") == [] and provision.leftovers(plan.check_credentials("us-east-1"), RUN, "s003") == {}
+    assert instances_of(aws, "s002") == s002
+    rec = provision.fleet_failure("s003", RUN, fleets)
+    assert rec["step"] == "prepare" and rec["exitStatus"] == 2
+    assert rec["error"].startswith("testbeds: error: host s003-server-2: ssh: connect to host: Connection timed out")
+    assert json.loads(out.read_text())["failed"] == rec
+    # the teardown marked s003 dead for a rerun, and only s003
+    assert provision.aws_up_inputs("s003", fleets) == [str(fleets / "s003" / provision.TORN_DOWN)]
+    assert provision.aws_up_inputs("s002", fleets) == []
+    # its runs read the real inventory, with failed.json beside it
+    status = record_a_run(tmp_path / "prep", fleets / "s003" / "inventory.json")
+    assert status["reason"] == "testbed" and status["error"].startswith("fleet s003 failed at prepare (testbeds: error:")
+    # s002's runs are not affected by s003's failure
+    from testbeds import hooks
+
+    assert hooks.testbed_failed(str(fleets / "s002" / "inventory.json")) is None
+
+    # --- s003's new bring-up fails after it made its VPC and subnet (the injected failure of up.yml)
     inv = fleets / "s003" / "inventory.json"
-    log = tmp_path / "up-s003.log"
+    log = tmp_path / "up-s003-again.log"
     rc = provision.fleet_step(cfg, "s003", RUN, "up", inv, up_command("s003", inv, log, fail_after="subnet"), log,
                               fleets_dir=fleets)
     assert rc == 0  # the job succeeds: the workflow goes on
@@ -68,10 +100,10 @@ def test_a_failed_bring_up_tears_down_that_fleet_only_and_its_runs_are_recorded_
         assert not marker.exists() and json.loads(out.read_text())["failed"]["step"] == "up"
 
     # a run of the fleet is recorded failed at once, naming the fleet and the step; no result, no cluster
-    status = record_a_run(tmp_path, inv)
+    status = record_a_run(tmp_path / "up", inv)
     assert status["status"] == "failed" and status["reason"] == "testbed" and status["phase"] == "set-up"
     assert status["error"].startswith("fleet s003 failed at up (aws: testbeds/aws/up.yml: failed: injected failure")
-    assert not (tmp_path / "result.json").exists()
+    assert not (tmp_path / "up" / "result.json").exists()
 
     # a new bring-up of the fleet starts it afresh
     assert provision.fleet_step(cfg, "s003", RUN, "up", inv, "true", None, fleets_dir=fleets) == 0
@@ -83,47 +115,12 @@ def test_a_failed_bring_up_tears_down_that_fleet_only_and_its_runs_are_recorded_
     assert everything(aws) == before
 
 
-def test_a_failed_prepare_tears_down_that_fleet_while_another_stays(aws, tmp_path):
-    before = everything(aws)
-    cfg = config()
-    fleets = tmp_path / "fleets"
-    for fleet in ("s002", "s003"):
-        provision.up(cfg, fleet, RUN, fleets / fleet / "inventory.json", tmp_path / f"up-{fleet}.log", wait=False,
-                     fleets_dir=fleets)
-    s002 = instances_of(aws, "s002")
-    assert len(s002) == 5 and len(instances_of(aws, "s003")) == 4
-
-    # s003's prepare fails (as `python -m testbeds prepare` does: one line naming the host, in the step's log)
-    log = tmp_path / "prepare-s003.log"
-    out = fleets / "s003" / "prepared.json"
-    cmd = f"echo 'testbeds: error: host s003-server-2: ssh: connect to host: Connection timed out' > {log}; exit 2"
-    assert provision.fleet_step(cfg, "s003", RUN, "prepare", out, cmd, log, fleets_dir=fleets) == 0
-    assert instances_of(aws, "s003") == [] and provision.leftovers(plan.check_credentials("us-east-1"), RUN, "s003") == {}
-    assert instances_of(aws, "s002") == s002
-    rec = provision.fleet_failure("s003", RUN, fleets)
-    assert rec["step"] == "prepare" and rec["exitStatus"] == 2
-    assert rec["error"].startswith("testbeds: error: host s003-server-2: ssh: connect to host: Connection timed out")
-    assert json.loads(out.read_text())["failed"] == rec
-    # the teardown marked s003 dead for a rerun, and only s003
-    assert provision.aws_up_inputs("s003", fleets) == [str(fleets / "s003" / provision.TORN_DOWN)]
-    assert provision.aws_up_inputs("s002", fleets) == []
-    # its runs read the real inventory, with failed.json beside it
-    status = record_a_run(tmp_path, fleets / "s003" / "inventory.json")
-    assert status["reason"] == "testbed" and status["error"].startswith("fleet s003 failed at prepare (testbeds: error:")
-    # s002's runs are not affected by s003's failure
-    from testbeds import hooks
-
-    assert hooks.testbed_failed(str(fleets / "s002" / "inventory.json")) is None
-
-    provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=fleets)
-    assert everything(aws) == before
-
-
 def record_a_run(tmp_path, inventory) -> dict:
     """One run as benchmark_run runs it on a fleet's inventory (workloads/run.py's execute, which its command line
     calls; not main, which would take this process's signals)."""
     from workloads import plan as wplan, run as wrun
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     run = wplan.Run("kafka", "L1", "tuned", None, "1-topic-1-partition-100b-1p-1c-50k", None, 1, ("E000-LAT1",), "tuned")
     rec = wrun.execute(run, "aws", "aws", tmp_path / "result.json", tmp_path / "status.json", inventory.parent / "clusters",
                        tmp_path / "run.log", ROOT / "workloads/drivers/kafka-L1-tuned.yaml",
@@ -208,13 +205,7 @@ def test_the_fleets_at_once_fit_the_regions_vpcs_and_internet_gateways(aws, tmp_
     packed = plan.pack(rows, None, None, "", room, source)
     assert packed.most == room and f"the region holds {room} more fleets' VPCs" in packed.note()
     plan.check_room(packed, room, source)
-
-    # a fleet of this run that is up does not count against it (it is one of the plan's); another run's does
-    cfg = config()
-    provision.up(cfg, "s002", RUN, tmp_path / "inventory.json", tmp_path / "up.log", wait=False, fleets_dir=tmp_path)
-    assert plan.network_room({"region": "us-east-1"}, session, RUN)[0] == room
-    assert plan.network_room({"region": "us-east-1"}, session, "another-run")[0] == room - 1
-    provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=tmp_path)
+    # (fleets of this run that are up, against another run's: in the failed-prepare test, where two are up)
 
 
 @pytest.mark.slow
