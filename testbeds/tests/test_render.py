@@ -120,3 +120,30 @@ def test_pravega_plan(inv, tmp_path):
     assert sorted(h for s in v["stages"] for h in s["wait"]) == ["server-1", "server-1", "server-1", "server-1",
                                                                   "server-2", "server-3"]
     assert pl.endpoints["pravega"]["controllerUri"] == "tcp://10.77.0.11:9090"
+
+
+def test_the_inventory_plan_is_the_local_plan_node_by_node(tmp_path):
+    """Issue 29's check on a real inventory (3 servers + 2 clients, the lab's): testbeds/cluster.py's placement gives,
+    for every system, the plan this machine's launcher carries out, node by node (systems/tests/test_plan.py's
+    comparison: placement taken out); the clients hold no node."""
+    from systems.tests.test_plan import build, shape
+
+    doc = inventory_doc(plan("r2", 3, 2, "10.77.0.0/24", base=tmp_path), tmp_path / "r2")
+    f = tmp_path / "inventory.json"
+    f.write_text(json.dumps(doc))
+    inv5 = inventory.load(f)
+    assert len(inv5.servers) == 3 and len(inv5.clients) == 2
+    cfg = load_config()
+    dur = durability.load(resolve(cfg["durability_file"]))
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for name in ("zookeeper.conf", "bookkeeper.conf", "broker.conf"):
+        (conf / name).write_text("")
+    for system in splan.SYSTEMS:
+        hosts = build(system, cluster.hosts_placement(inv5, system, "c1"), cfg, dur, conf)
+        local = build(system, splan.local_placement(tmp_path / "run", tmp_path / "dist", "java"), cfg, dur, conf)
+        a, b = shape(local), shape(hosts)
+        for na, nb in zip(a["nodes"], b["nodes"], strict=True):
+            assert na == nb, (system, na["name"])
+        assert (a["stages"], a["files"], a["endpoints"]) == (b["stages"], b["files"], b["endpoints"]), system
+        assert {n.host.name for n in hosts.nodes} <= {h.name for h in inv5.servers}
