@@ -72,8 +72,10 @@ def test_prepare_escalates_with_sudo_and_the_cluster_runs_as_the_login_user(base
         try:
             assert r.returncode == 0, r.stderr[-3000:]
             running = subprocess.run(["ps", "-ww", "-o", "args=", "-u", user], capture_output=True, text=True).stdout
+            # the JVMs (not the log cap's reader, a bash of the same arguments: sbnode.py caps a node's log on a
+            # host as on this machine)
             brokers = [line for line in running.splitlines() if line.rstrip().endswith("server.properties")
-                       and " kafka.Kafka " in line]
+                       and " kafka.Kafka " in line and line.split()[0].rsplit("/", 1)[-1] == "java"]
             assert len(brokers) == 3, running  # the three brokers, each a process of the login user
         finally:
             r = _tb("cluster", "down", "--dir", str(rundir), "--inventory", str(inv))
