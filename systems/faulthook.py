@@ -24,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from .proc import read_pid_records, start_process, tail
-from .ready import port_listening
+from .proc import port_listening, read_pid_records, start_process, tail
 
 
 def say(**kv) -> None:
@@ -87,7 +86,7 @@ class Hook:
     def back(self, stage: int | None, end: float) -> None:
         group = [n for n in self.restarted if stage is None or self.recs[n].stop_stage == stage]
         for n in group:
-            while not all(port_listening(a, p) for a, p in self.ports[n]):
+            while not all(port_listening(p, a) for a, p in self.ports[n]):
                 if self.procs[n].poll() is not None:
                     raise HookError(n, f"{n} exited with status {self.procs[n].returncode}", self.recs[n].log)
                 if time.monotonic() > end:

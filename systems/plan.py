@@ -59,10 +59,10 @@ class Placement:
     """Where a cluster goes: its server hosts (the first `len(hosts)`; one host means every node on it) and how a
     node's ports are chosen."""
 
-    def __init__(self, hosts: list[Host], ports: Callable[[str, str, list[str]], dict[str, int]], local: bool):
+    def __init__(self, hosts: list[Host], ports: Callable[[str, str, list[str]], dict[str, int]]):
         if not hosts:
             raise SystemsError("placement: no server host")
-        self.hosts, self._ports, self.local = list(hosts), ports, local
+        self.hosts, self._ports = list(hosts), ports
 
     def server(self, i: int) -> Host:
         return self.hosts[i % len(self.hosts)]
@@ -83,7 +83,7 @@ def local_placement(rundir: Path, dist: Path, java: str) -> Placement:
         taken.update(ps)
         return dict(zip(names, ps))
     h = Host("local", LOOPBACK, str(rundir), str(dist), java)
-    return Placement([h], ports, local=True)
+    return Placement([h], ports)
 
 
 def fixed_ports(node: str, role: str, names: list[str]) -> dict[str, int]:
@@ -155,8 +155,7 @@ class ClusterPlan:
         return next(n for n in self.nodes if n.name == name)
 
     def host_of(self, node: str) -> Host:
-        return next((n.host for n in self.nodes if n.name == node), None) or next(
-            o.host for s in self.stages for o in s.once if o.name == node)
+        return self.node(node).host
 
     def file(self, host: Host, path: str, text: str) -> str:
         self.files.append((host, path, text))

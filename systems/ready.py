@@ -1,6 +1,6 @@
 """The readiness conditions of a cluster's start-up stages, evaluated where the nodes run.
 
-Standard library only: the launcher on this machine imports it, and the host-side helper on an inventory's host
+Standard library only (and proc.py, shipped beside it): the launcher on this machine imports it, and the host-side helper on an inventory's host
 (testbeds/hostside/sbnode.py `wait`) runs the same file next to the nodes it checks, so a controller that cannot
 reach the hosts' private addresses (an EC2 fleet seen from a laptop) still knows when a stage is ready.
 
@@ -23,6 +23,8 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable
 
+from .proc import port_listening  # sbhost.proc on a host (testbeds/hostside): the same file
+
 
 def http(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
     """(status, text) of one request; (0, the error) when nothing answered."""
@@ -39,14 +41,6 @@ def http(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[
         return e.code, e.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError) as e:
         return 0, str(e)
-
-
-def port_listening(address: str, port: int, timeout: float = 0.3) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def zk_ok(address: str, port: int) -> bool:
@@ -126,7 +120,7 @@ def check(c: dict[str, Any]) -> bool:
     if kind == "log":
         return _log_has(c["path"], c["text"])
     if kind == "port":
-        return port_listening(c["address"], int(c["port"]))
+        return port_listening(int(c["port"]), c["address"])
     if kind == "zk-ruok":
         return zk_ok(c["address"], int(c["port"]))
     if kind == "zk-path":

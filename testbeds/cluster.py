@@ -53,7 +53,7 @@ def hosts_placement(inv: Inventory, system: str, cluster: str) -> splan.Placemen
                         posixpath.join(h.work_dir, "dist", f"{system}-{version}"), "java",
                         {r: posixpath.join(h.data_dir(r), cluster) for r in ("log", "journal", "ledger")})
              for h in inv.servers[:3]]
-    return splan.Placement(hosts, splan.fixed_ports, local=False)
+    return splan.Placement(hosts, splan.fixed_ports)
 
 
 def _tar(files: list[tuple[str, str]], out: Path) -> str:

@@ -38,7 +38,7 @@ def three_hosts(system: str) -> splan.Placement:
     hosts = [splan.Host(f"server-{i}", f"10.9.0.{10 + i}", "/srv/sb/runs/c1", f"/srv/sb/dist/{system}-x", "java",
                         {"log": f"/data{i}/log/c1", "journal": f"/data{i}/journal/c1", "ledger": f"/data{i}/ledger/c1"})
              for i in (1, 2, 3)]
-    return splan.Placement(hosts, splan.fixed_ports, local=False)
+    return splan.Placement(hosts, splan.fixed_ports)
 
 
 def build(system, placement, cfg, durability, conf_dir, faults=False):
@@ -180,7 +180,7 @@ def test_an_unknown_system_or_level_is_one_line(cfg, durability, conf_dir):
 def test_one_host_takes_every_node_and_the_plan_still_has_distinct_ports_per_role(cfg, durability, conf_dir):
     """An inventory with one server host (a laptop as the lab): every node on it; the fixed ports of the roles
     that share it never clash (Pravega's zookeeper, controller, segment store and a bookie)."""
-    one = splan.Placement([three_hosts("pravega").hosts[0]], splan.fixed_ports, local=False)
+    one = splan.Placement([three_hosts("pravega").hosts[0]], splan.fixed_ports)
     pl = build("pravega", one, cfg, durability, conf_dir)
     assert {n.host.name for n in pl.nodes} == {"server-1"}
     roles = {}
