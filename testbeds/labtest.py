@@ -27,13 +27,13 @@ def say(msg: str) -> None:
     print(f"[labtest] {msg}", flush=True)
 
 
-def cell(system: str, out: Path, inv_path: Path) -> dict:
-    key = f"{system}/L1/{WORKLOAD}/rep-1"
-    cmd = [sys.executable, "-m", "workloads.run", "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
-           "--testbed", "labtest",
-           "--scale", "ci", "--system", system, "--level", "L1", "--tuning", "tuned", "--workload", WORKLOAD,
-           "--rep", "1", "--default-tuning", "tuned", "--in-experiments", "E000-LAT1",
-           "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-tuned.yaml"),
+def _run(module: str, key: str, system: str, tuning: str, args: list[str], out: Path, inv_path: Path) -> dict:
+    """One run of `python -m MODULE` (workloads.run or workloads.faultrun) at L1 on the lab's hosts; its status record
+    with the seconds it took."""
+    cmd = [sys.executable, "-m", module, "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
+           "--testbed", "labtest", "--scale", "ci", "--system", system, "--level", "L1", "--tuning", tuning,
+           "--rep", "1", "--default-tuning", "tuned", *args,
+           "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-{tuning}.yaml"),
            "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
            "--log", str(out / "logs" / f"{key}.log")]
     t0 = time.monotonic()
@@ -41,24 +41,18 @@ def cell(system: str, out: Path, inv_path: Path) -> dict:
     rec = json.loads((out / "status" / f"{key}.json").read_text())
     rec["seconds"] = round(time.monotonic() - t0, 1)
     return rec
+
+
+def cell(system: str, out: Path, inv_path: Path) -> dict:
+    return _run("workloads.run", f"{system}/L1/{WORKLOAD}/rep-1", system, "tuned",
+                ["--workload", WORKLOAD, "--in-experiments", "E000-LAT1"], out, inv_path)
 
 
 def fault_cell(system: str, fault: str, out: Path, inv_path: Path) -> dict:
     """One fault run at L1 on the lab's hosts (the ci scale's E000-FAULTCI workload and timing)."""
     wl = "1-topic-8-partitions-1kb-1p-1c-2k"
-    key = f"{system}/L1+stock/{wl}--{fault}/rep-1"
-    cmd = [sys.executable, "-m", "workloads.faultrun", "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
-           "--testbed", "labtest", "--scale", "ci", "--system", system, "--level", "L1", "--tuning", "stock",
-           "--workload", wl, "--fault", fault, "--rep", "1", "--default-tuning", "tuned",
-           "--in-experiments", "E000-FAULTCI",
-           "--driver", str(root() / "workloads" / "drivers" / f"{system}-L1-stock.yaml"),
-           "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
-           "--log", str(out / "logs" / f"{key}.log")]
-    t0 = time.monotonic()
-    subprocess.run(cmd, cwd=root(), check=True, timeout=900)
-    rec = json.loads((out / "status" / f"{key}.json").read_text())
-    rec["seconds"] = round(time.monotonic() - t0, 1)
-    return rec
+    return _run("workloads.faultrun", f"{system}/L1+stock/{wl}--{fault}/rep-1", system, "stock",
+                ["--workload", wl, "--fault", fault, "--in-experiments", "E000-FAULTCI"], out, inv_path)
 
 
 def leftovers(state: dict) -> list[str]:
