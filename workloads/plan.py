@@ -28,7 +28,15 @@ FAULTS = {
     "kill-one": ("kafka", "pulsar"),     # kill -9 one node other than the leader (chosen by the run's seed)
     "crash-all": ("kafka", "pulsar"),    # kill -9 every server process at once
     "power-loss": ("kafka", "pulsar"),   # kill -9 every server, drop every unsynced write (faultfs), restart
+    # the leader's host cut off from every other server host (nftables on that host), its clients still reaching it;
+    # healed after downSeconds. Needs hosts of their own (an inventory): on this machine every node shares one network
+    "partition-leader": ("kafka", "pulsar"),
+    "pause-leader": ("kafka", "pulsar"),  # SIGSTOP of the leader for downSeconds, then SIGCONT (a long stall)
 }
+# faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds
+HOLD_FAULTS = {"partition-leader": "partition", "pause-leader": "pause"}
+# faults a single machine cannot run: the nodes must have network addresses of their own
+NEEDS_HOSTS = ("partition-leader",)
 
 
 class PlanError(ValueError):
