@@ -218,10 +218,10 @@ def _check_faults(path, where, exp, systems) -> None:
 
 def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
     """testSeconds, strikeAtSeconds [lo, hi], downSeconds, restartDeadlineSeconds, rate of a fault experiment's runs
-    in a scale (the experiment's strike_at_seconds / down_seconds beat the scale's)."""
+    in a scale (the experiment's strike_at_seconds / down_seconds / test_seconds beat the scale's)."""
     sc = doc["scales"][scale_name].get("faults") or {}
     exp = doc["experiments"][exp_id]
-    return {"testSeconds": sc.get("testSeconds"),
+    return {"testSeconds": exp.get("test_seconds", sc.get("testSeconds")),
             "strikeAtSeconds": list(exp.get("strike_at_seconds", sc.get("strikeAtSeconds", []))),
             "downSeconds": exp.get("down_seconds", sc.get("downSeconds")),
             "restartDeadlineSeconds": sc.get("restartDeadlineSeconds", 120),
