@@ -247,8 +247,10 @@ def _check_scale_faults(doc, catalog, scale_name, scale, path) -> None:
         if lo > hi:
             raise PlanError(f"{path}: {field_}: [{lo}, {hi}] is not a window (the first bound is above the second)")
         if lo <= 0 or hi + t["downSeconds"] >= t["testSeconds"]:
+            tfield = (f"experiments.{exp_id}.test_seconds" if "test_seconds" in doc["experiments"][exp_id]
+                      else f"{where}.testSeconds")
             raise PlanError(f"{path}: {field_}: the fault at {lo}-{hi} s (down {t['downSeconds']} s) is outside the "
-                            f"measured phase of {where}.testSeconds = {t['testSeconds']} s (it must strike after 0 s "
+                            f"measured phase of {tfield} = {t['testSeconds']} s (it must strike after 0 s "
                             f"and the node be back before the end)")
     for i, e in enumerate(sc.get("expect", [])):
         _check_names(path, f"{where}.expect.{i}.system", [e["system"]], catalog.systems, "system")
