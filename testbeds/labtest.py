@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import deploy, lab
 from .inventory import load
+from .remote import control_path_dir
 from .util import TestbedError, root
 
 WORKLOAD = "1-topic-100-partitions-1kb-2p-2c-200k"
@@ -58,9 +59,23 @@ def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = 
                 ["--workload", wl, "--fault", fault, "--in-experiments", exp], out, inv_path, level)
 
 
+# what a JVM leaves in the temp directory when it is killed (the lab's hosts share this machine's /tmp): the
+# launcher points every node's java.io.tmpdir at the node's directory and turns perf data off (systems/plan.py)
+JVM_TMP = ("native*", "vertx-cache-*", "librocksdbjni*", "hsperfdata_sbl*")
+
+
+def tmp_entries() -> set[str]:
+    return {p.name for g in JVM_TMP for p in Path("/tmp").glob(g)}
+
+
 def leftovers(state: dict) -> list[str]:
-    """What of the lab still exists: namespaces, sshd processes, processes in its namespaces."""
+    """What of the lab still exists: namespaces, sshd processes, processes in its namespaces, the ssh control
+    sockets' directory, what its JVMs put in /tmp."""
     out = [f"namespace {n}" for n in lab.netns_list() if n.startswith(f"{lab.PREFIX}-{state['id']}-")]
+    cp = control_path_dir("lab", state["id"], lab.lab_dir(state["id"]) / "inventory.json")
+    if cp.exists():
+        out.append(f"ssh control directory {cp}")
+    out += [f"/tmp/{n}" for n in sorted(tmp_entries() - state.get("tmp", set()))]
     for pid in state.get("pids", []):
         if Path(f"/proc/{pid}").exists():
             try:
@@ -85,7 +100,7 @@ def main(argv=None) -> int:
     faults = [(x.split(":", 1)[0], *(x.split(":", 1)[1].split("@", 1) + ["L1"])[:2]) for x in a.faults.split(",") if x]
     shutil.rmtree(a.out, ignore_errors=True)
     failures = []
-    seen = {"id": a.id, "pids": []}
+    seen = {"id": a.id, "pids": [], "tmp": tmp_entries()}
     t0 = time.monotonic()
     try:
         inv_path = lab.up(a.id, 3, 1, a.subnet, log=say)
