@@ -19,6 +19,7 @@ from pathlib import Path
 from . import deploy, lab
 from .inventory import load
 from .remote import control_path_dir
+from workloads.plan import HOLD_FAULTS
 from .util import TestbedError, root
 
 WORKLOAD = "1-topic-100-partitions-1kb-2p-2c-200k"
