@@ -47,6 +47,15 @@ try:
 except _wl_plan.PlanError as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
+# a partition needs hosts of their own: asked of a testbed on this machine (an experiment chosen with
+# workloads.experiments, or added to the scale), it stops here in one line naming the cell, before anything starts
+_WL_ON_HOSTS = WL_TESTBED in ("lab", "hosts", "aws")
+for _wl_r in ([] if _WL_ON_HOSTS else WL_RUNS + WL_FAULT_RUNS):
+    if _wl_r.fault in _wl_plan.NEEDS_HOSTS:
+        print(f"workloads: {_wl_r.relpath(WL_TESTBED)}: fault {_wl_r.fault} (experiments "
+              f"{', '.join(_wl_r.experiments)}) needs hosts of their own: testbed {WL_TESTBED} runs every node on "
+              "this machine at one address (run it with --profile lab, hosts or aws)", file=_wl_sys.stderr)
+        _wl_sys.exit(1)
 WL_BY_KEY = {r.key: r for r in WL_FAULT_RUNS}
 for _wl_r in WL_RUNS:  # a run of both: it belongs to the experiments of both
     _wl_o = WL_BY_KEY.get(_wl_r.key)
