@@ -176,6 +176,11 @@ def partition_ruleset(table: str, peers: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def nft_path() -> str | None:
+    """nft on this host (a login user's PATH may lack /usr/sbin), or None."""
+    return shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
+
+
 class Net:
     """This host's side of a partition: one nftables table named for the cluster, added and removed atomically."""
 
@@ -185,7 +190,7 @@ class Net:
 
     @staticmethod
     def nft(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
-        exe = shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
+        exe = nft_path()
         if exe is None:
             raise HookError("-", "nft not found on this host (Debian/Ubuntu package nftables)")
         cmd = [exe, *args]

@@ -99,7 +99,7 @@ def heal(rundir: Path) -> bool:
     """The cluster's partition table on this host, if a fault hook that could not heal (killed) left it."""
     from sbhost import faulthook
 
-    if not any(os.path.exists(p) for p in ("/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft")):
+    if faulthook.nft_path() is None:
         return False  # no nft: no partition was ever made here
     try:
         return faulthook.remove_table(faulthook.table_name(rundir))
