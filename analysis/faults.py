@@ -36,6 +36,10 @@ from .report import to_csv, to_md, write_text_atomic
 FIGURE_IDS = ["faults-lost"]
 TABLE_IDS = ["faults", "faults-claims"]
 FAULTS = ["kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"]
+# the leader held apart instead of killed (issue 31; partition-leader needs hosts of their own): a grid's column only
+# where its testbed has such runs, so a testbed that cannot run them keeps its grid and claims as they were
+HOLD_FAULTS = ["partition-leader", "pause-leader"]
+KNOWN_FAULTS = FAULTS + HOLD_FAULTS
 # the levels each system runs (systems/durability.yaml); a system found in the data but not here gets its own levels
 SYSTEM_LEVELS = {"kafka": ["L1", "L2", "L3", "L4"], "pulsar": ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]}
 LEVEL_ORDER = ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
@@ -44,7 +48,7 @@ FAULT_SYSTEMS = {"kill-bookie": {"pulsar"}}
 # level -> (replication ack, local durability), studies.md §000.2 / systems/durability.yaml
 LEVEL_MODES = {"L1": ("ack-2", "sync"), "L2": ("ack-2", "async"), "L2-bypass": ("ack-2", "async (journal bypass)"),
                "L3": ("ack-1", "sync"), "L4": ("ack-1", "async"), "L4-bypass": ("ack-1", "async (journal bypass)")}
-FAULT_SUFFIXES = tuple(f"--{f}" for f in FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
+FAULT_SUFFIXES = tuple(f"--{f}" for f in KNOWN_FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
 _FAULT_KEY = re.compile(rb'"fault"\s*:')
 COUNT_KEYS = ["acknowledged", "lost", "duplicated", "reordered", "unacknowledgedPresent", "publishErrors", "read"]
 TIME_KEYS = ["strikeAtSeconds", "downSeconds"]
@@ -99,8 +103,8 @@ def check_fault(path, f, system: str) -> dict:
     for k in FAULT_KEYS:
         if k not in f:
             raise InputError(path, f"x-streambench.fault.{k}", "missing")
-    if f["type"] not in FAULTS:
-        raise InputError(path, "x-streambench.fault.type", f"{f['type']!r} is not one of {', '.join(FAULTS)}")
+    if f["type"] not in KNOWN_FAULTS:
+        raise InputError(path, "x-streambench.fault.type", f"{f['type']!r} is not one of {', '.join(KNOWN_FAULTS)}")
     if f["type"] in FAULT_SYSTEMS and system not in FAULT_SYSTEMS[f["type"]]:
         raise InputError(path, "x-streambench.fault.type", f"{f['type']} does not exist for {system}")
     out = {"type": f["type"]}
@@ -181,9 +185,15 @@ def read_runs(raw: Path, suspect: str = "mark") -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------------- the grid
 
 
+def faults_of(runs: pl.DataFrame) -> list[str]:
+    """The grid's faults: every kill fault, and a hold fault where the runs have one."""
+    seen = set(runs["fault"].to_list()) if not runs.is_empty() else set()
+    return FAULTS + [f for f in HOLD_FAULTS if f in seen]
+
+
 def grid(runs: pl.DataFrame) -> list[tuple[str, str, str, bool]]:
-    """Every (system, level, fault, applicable) cell of the study: both systems at every level, every fault,
-    plus any system or level found in the data."""
+    """Every (system, level, fault, applicable) cell of the study: both systems at every level, every fault (a hold
+    fault only where the runs have it), plus any system or level found in the data."""
     levels = {s: list(ls) for s, ls in SYSTEM_LEVELS.items()}
     for s, lv in runs.select("system", "level").unique().sort(["system", "level"]).iter_rows():
         levels.setdefault(s, [])
@@ -192,7 +202,7 @@ def grid(runs: pl.DataFrame) -> list[tuple[str, str, str, bool]]:
     cells = []
     for s in sorted(levels):
         for lv in sorted(levels[s], key=LEVEL_ORDER.index):
-            for f in FAULTS:
+            for f in faults_of(runs):
                 cells.append((s, lv, f, s in FAULT_SYSTEMS.get(f, {s})))
     return cells
 
@@ -253,7 +263,8 @@ def wide_table(cl: list[dict]) -> tuple[list[str], list[dict]]:
         key = (c["system"], c["level"])
         r = rows.setdefault(key, {"system": c["system"], "level": c["level"], "ack": c["ack"], "local": c["local"]})
         r[c["fault"]] = cell_text(c)
-    return ["system", "level", "ack", "local", *FAULTS], list(rows.values())
+    faults = [f for f in KNOWN_FAULTS if any(c["fault"] == f for c in cl)] or FAULTS
+    return ["system", "level", "ack", "local", *faults], list(rows.values())
 
 
 # --------------------------------------------------------------------------------------------------- claims
@@ -331,6 +342,11 @@ CLAIMS = [
      lambda c: c["local"].startswith("async") and c["fault"] == "power-loss", _existential),
     ("F3", "ack-1 levels can lose acknowledged writes on leader failure",
      lambda c: c["ack"] == "ack-1" and c["fault"] == "kill-leader", _existential),
+    # issue 31: the leader cut off or stopped while its clients still reach it; rows only where such cells exist
+    ("F3h", "ack-1 levels can lose acknowledged writes when the leader is held apart (partition or pause)",
+     lambda c: c["ack"] == "ack-1" and c["fault"] in HOLD_FAULTS, _existential),
+    ("F4", "ack-2 levels (acks=all with min.insync.replicas=2; ack quorum 2) lose nothing when the leader is "
+     "partitioned", lambda c: c["ack"] == "ack-2" and c["fault"] == "partition-leader", _universal),
 ]
 
 
@@ -391,7 +407,7 @@ def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
     labels = base.transform_filter(alt.datum.layer == "label").mark_text(
         angle=270, align="left", dx=3, color="#888").encode(y=y, text="label:N")
     chart = alt.layer(rng, med, dots, labels, data=alt.Data(values=pts)).properties(width=200, height=90).facet(
-        row=alt.Row("fault:N", sort=FAULTS, title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        row=alt.Row("fault:N", sort=KNOWN_FAULTS, title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
         column=alt.Column("system:N", title=None)).resolve_scale(x="independent")
     return chart, caption, alt_text
 

@@ -18,7 +18,7 @@ def _an_fault_run_inputs(wildcards):
         return []
     exps = set(AN_FAULT_EXPERIMENTS)
     if "faults" in (getattr(workflow.dag_settings, "targets", None) or ()) and "WL_FAULT_RUNS" in globals():
-        exps.add("E000-FAULT")
+        exps.update(globals().get("WL_FAULT_EXPS", ["E000-FAULT"]))
     return [f"{WL_RUNS_DIR}/experiments/{e}.json" for e in sorted(exps)]
 
 

@@ -139,7 +139,8 @@ def _git_blob_sha1(data: bytes) -> str:
 
 
 # workload ids of fault runs end with --<fault> (workloads/plan.py FAULTS)
-FAULT_SUFFIXES = tuple(f"--{f}" for f in ("kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"))
+FAULT_SUFFIXES = tuple(f"--{f}" for f in ("kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss",
+                                            "partition-leader", "pause-leader"))
 
 
 def ingest_raw(raw: Path, suspect: str = "mark", validity: dict | None = None):

@@ -708,8 +708,10 @@ def mounts_under(path) -> list[str]:
     return sorted(set(mps), key=lambda s: (-s.count("/"), s))
 
 
-def users(mountpoint) -> list[int]:
-    """Pids of processes that have a file under mountpoint open or mapped (their cwd does not count)."""
+def users(mountpoint, writers_only: bool = False) -> list[int]:
+    """Pids of processes that have a file under mountpoint open or mapped (their cwd does not count). writers_only:
+    only those that can change what is there: a file open for writing, or a shared writable mapping (a reader, e.g.
+    a `du` or a disk sampler walking the tree, holds directory and file descriptors open read-only)."""
     mp = str(Path(mountpoint).resolve())
     out = []
     for d in os.listdir("/proc"):
@@ -722,12 +724,13 @@ def users(mountpoint) -> list[int]:
                     t = os.readlink(f"/proc/{d}/fd/{fd}")
                 except OSError:
                     continue
-                if t == mp or t.startswith(mp + "/"):
+                if (t == mp or t.startswith(mp + "/")) and (not writers_only or _fd_writes(d, fd)):
                     hit = True
                     break
             if not hit:
                 with open(f"/proc/{d}/maps") as f:
-                    hit = any((mp + "/") in line for line in f)
+                    hit = any((mp + "/") in line and (not writers_only or line.split()[1][1:4:2] == "ws")
+                              for line in f)
         except OSError:
             continue
         if hit:
@@ -735,11 +738,24 @@ def users(mountpoint) -> list[int]:
     return out
 
 
+def _fd_writes(pid: str, fd: str) -> bool:
+    """The descriptor was opened for writing (O_WRONLY or O_RDWR in its flags, /proc/PID/fdinfo/FD)."""
+    try:
+        for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    except (OSError, ValueError, IndexError):
+        return True  # unreadable: count it, the safe side
+    return True
+
+
 def drop_all(rundir, nodes: list[str] | None = None, require_idle: bool = True) -> dict[str, dict[str, Any]]:
     """drop() the faultfs mounts of a run: every mount under rundir, or only those of the given nodes (from
     cluster.json["faultfs"]): a power loss of the whole cluster or of some nodes. Call it after the nodes' processes
     were killed (kill -9) and before restarting them; with require_idle (default) it refuses, naming the pids,
-    while a process still has a file on those mounts open or mapped. Returns {mountpoint: {files, pageBytes}}."""
+    while a process still has a file on those mounts open for writing or mapped shared and writable (a reader does
+    not hold the drop: a `du` or disk sampler walking the tree once made a power-loss run fail, "pids 26064").
+    Returns {mountpoint: {files, pageBytes}}."""
     rundir = Path(rundir)
     if nodes is None:
         mps = mounts_under(rundir)
@@ -756,10 +772,11 @@ def drop_all(rundir, nodes: list[str] | None = None, require_idle: bool = True) 
     if not mps:
         raise FaultfsError(f"{rundir}: no faultfs mounts (was the cluster started with --faultfs?)")
     if require_idle:
-        busy = {mp: users(mp) for mp in mps}
+        busy = {mp: users(mp, writers_only=True) for mp in mps}
         busy = {mp: pids for mp, pids in busy.items() if pids}
         if busy:
-            raise FaultfsError(f"{rundir}: refusing to drop while processes use the mounts (kill them first): "
+            raise FaultfsError(f"{rundir}: refusing to drop while processes use the mounts for writing (kill them "
+                               "first): "
                                + "; ".join(f"{mp}: pids {', '.join(map(str, p))}" for mp, p in busy.items()))
     return {mp: drop(mp) for mp in mps}
 

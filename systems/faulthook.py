@@ -10,16 +10,31 @@ line, and reads one JSON event per line from their stdout:
   drop           {"event": "dropped", "t", "detail"}   power loss: unsynced writes of the faultfs mounts dropped
   restart S      {"event": "restarted", "t", "nodes"}  start the targets of stop stage S again from their records
   back S|all     {"event": "back", "t"}    the targets of stage S (all: every target) listen on their ports
+  isolate A,B    {"event": "isolated", "t", "peers"}   this host drops every packet to and from the addresses A, B
+                 (a network partition: one nftables table of its own in the host's network namespace)
+  heal           {"event": "healed", "t"}  the partition's table removed
+  pause          {"event": "paused", "t", "targets"}   SIGSTOP of every target's process group (a stall: a long GC
+                 pause, a frozen VM); its sockets stay open
+  resume         {"event": "resumed", "t"} SIGCONT of the same
   any failure    {"event": "failed", "node", "error", "logTail"}, then the hook exits 1
 
+Whatever ends the hook (end of its input, a failure, SIGTERM, SIGINT, SIGHUP), it heals its partition and resumes
+what it paused before it exits. `heal RUNDIR` as a command of its own removes the partition table of RUNDIR's cluster
+on this host (testbeds' cluster down runs it: a hook killed with SIGKILL cannot).
+
     python -m systems.faulthook --rundir RUNDIR --targets n1,n2 --restart-deadline S [--power-loss]
+    python -m systems.faulthook heal RUNDIR
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import ipaddress
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,6 +65,8 @@ class Hook:
                           for k, p in (nodes.get(n, {}).get("ports") or {}).items() if k != "metrics"] for n in names}
         self.procs: dict = {}
         self.restarted: list[str] = []
+        self.paused: list[str] = []
+        self.net = Net(rundir)
 
     def strike(self) -> None:
         t = time.time()
@@ -96,19 +113,154 @@ class Hook:
         say(event="back", t=time.time(), nodes=group)
 
 
+    def pause(self) -> None:
+        for n in self.names:
+            try:
+                os.killpg(self.recs[n].pgid, signal.SIGSTOP)
+            except ProcessLookupError:
+                raise HookError(n, f"{n} is not running: nothing to pause", self.recs[n].log) from None
+            self.paused.append(n)
+        say(event="paused", t=time.time(), targets=self.names)
+
+    def resume(self, quiet: bool = False) -> None:
+        for n in self.paused:
+            try:
+                os.killpg(self.recs[n].pgid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = []
+        if not quiet:
+            say(event="resumed", t=time.time())
+
+    def isolate(self, peers: list[str]) -> None:
+        self.net.isolate(peers)
+        say(event="isolated", t=time.time(), peers=peers)
+
+    def heal(self) -> None:
+        self.net.heal()
+        say(event="healed", t=time.time())
+
+    def close(self) -> None:
+        """Whatever happened: no partition and no paused process outlive the hook."""
+        self.resume(quiet=True)
+        self.net.heal()
+
+
+def table_name(rundir: Path | str) -> str:
+    """The nftables table of a cluster's partitions on a host: by its run directory, so that `cluster down` finds it."""
+    return "sbfault_" + hashlib.sha1(os.path.normpath(str(rundir)).encode()).hexdigest()[:12]
+
+
+def partition_ruleset(table: str, peers: list[str]) -> str:
+    """One inet table: packets from and to the peers dropped in both directions, before any other filter.
+    Stateless: established connections are cut as well, as when a switch port dies."""
+    v4 = sorted({str(ipaddress.ip_address(a)) for a in peers if ipaddress.ip_address(a).version == 4},
+                key=ipaddress.ip_address)
+    v6 = sorted({str(ipaddress.ip_address(a)) for a in peers if ipaddress.ip_address(a).version == 6},
+                key=ipaddress.ip_address)
+    if not v4 and not v6:
+        raise ValueError("a partition needs at least one peer address")
+    lines = [f"table inet {table} {{"]
+    rules_in, rules_out = [], []
+    if v4:
+        lines.append(f"  set peers4 {{ type ipv4_addr; elements = {{ {', '.join(v4)} }}; }}")
+        rules_in.append("ip saddr @peers4 drop;")
+        rules_out.append("ip daddr @peers4 drop;")
+    if v6:
+        lines.append(f"  set peers6 {{ type ipv6_addr; elements = {{ {', '.join(v6)} }}; }}")
+        rules_in.append("ip6 saddr @peers6 drop;")
+        rules_out.append("ip6 daddr @peers6 drop;")
+    lines.append(f"  chain input {{ type filter hook input priority -10; policy accept; {' '.join(rules_in)} }}")
+    lines.append(f"  chain output {{ type filter hook output priority -10; policy accept; {' '.join(rules_out)} }}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def nft_path() -> str | None:
+    """nft on this host (a login user's PATH may lack /usr/sbin), or None."""
+    return shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
+
+
+class Net:
+    """This host's side of a partition: one nftables table named for the cluster, added and removed atomically."""
+
+    def __init__(self, rundir: Path):
+        self.table = table_name(rundir)
+        self.on = False
+
+    @staticmethod
+    def nft(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+        exe = nft_path()
+        if exe is None:
+            raise HookError("-", "nft not found on this host (Debian/Ubuntu package nftables)")
+        cmd = [exe, *args]
+        if os.geteuid() != 0:
+            cmd = ["sudo", "-n", *cmd]
+        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30)
+
+    def isolate(self, peers: list[str]) -> None:
+        if self.on:
+            raise HookError("-", f"isolate: table {self.table} is in place already (heal first)")
+        try:
+            rules = partition_ruleset(self.table, peers)
+        except ValueError as e:
+            raise HookError("-", f"isolate: {e}") from None
+        self.on = True  # set first: a table added by a call that then timed out is still removed
+        r = self.nft(["-f", "-"], rules)
+        if r.returncode != 0:
+            self.heal()
+            raise HookError("-", f"isolate: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
+
+    def heal(self) -> None:
+        if not self.on:
+            return
+        remove_table(self.table, self.nft)
+        self.on = False
+
+
+def remove_table(table: str, nft=Net.nft) -> bool:
+    """Delete the table if it is there; True when it was. Any other failure is an error."""
+    r = nft(["list", "table", "inet", table])
+    if r.returncode != 0:
+        return False
+    r = nft(["delete", "table", "inet", table])
+    if r.returncode != 0:
+        raise HookError("-", f"heal: nft could not delete table inet {table}: {r.stderr.strip()}")
+    return True
+
+
 class HookError(RuntimeError):
     def __init__(self, node: str, error: str, log: str | None = None):
         super().__init__(error)
         self.node, self.error, self.log = node, error, log
 
 
+def _stop_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["heal"]:
+        if len(argv) != 2:
+            print("usage: faulthook heal RUNDIR", file=sys.stderr)
+            return 2
+        try:
+            removed = remove_table(table_name(argv[1]))
+        except HookError as e:
+            print(e.error, file=sys.stderr)
+            return 1
+        say(event="healed", removed=removed)
+        return 0
     ap = argparse.ArgumentParser(prog="faulthook", description=__doc__.splitlines()[0])
     ap.add_argument("--rundir", type=Path, required=True)
     ap.add_argument("--targets", required=True)
     ap.add_argument("--restart-deadline", type=float, default=120)
     ap.add_argument("--power-loss", action="store_true")
     a = ap.parse_args(argv)
+    hook = None
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop_on_signal)
     try:
         hook = Hook(a.rundir, [n for n in a.targets.split(",") if n], a.restart_deadline, a.power_loss)
         say(event="ready")
@@ -128,11 +280,26 @@ def main(argv=None) -> int:
             elif cmd[0] == "back":
                 hook.back(None if cmd[1] == "all" else int(cmd[1]),
                           end if end is not None else time.monotonic() + a.restart_deadline)
+            elif cmd[0] == "isolate" and len(cmd) == 2:
+                hook.isolate([x for x in cmd[1].split(",") if x])
+            elif cmd[0] == "heal":
+                hook.heal()
+            elif cmd[0] == "pause":
+                hook.pause()
+            elif cmd[0] == "resume":
+                hook.resume()
             else:
                 raise HookError("-", f"unknown command {line.strip()!r}")
     except HookError as e:
         say(event="failed", node=e.node, error=e.error, logTail=tail(Path(e.log), 40) if e.log else "")
         return 1
+    finally:
+        if hook is not None:
+            try:
+                hook.close()
+            except HookError as e:
+                say(event="failed", node=e.node, error=e.error, logTail="")
+                return 1
     return 0
 
 

@@ -427,5 +427,24 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
         # RocksDB's JNI loader (bookies, Pravega's segment store) copies its 13 MB library into the system temp
         # directory and removes it only on a clean JVM exit: every kill -9 (a fault run, a timed-out stop) left one
         # in /tmp. In the node's directory it goes with the node (proc.start_process clears a stale copy).
-        n.env = {"ROCKSDB_SHAREDLIB_DIR": posixpath.join(n.dir, "tmp"), **n.env}
+        tmp = posixpath.join(n.dir, "tmp")
+        n.env = {"ROCKSDB_SHAREDLIB_DIR": tmp, **n.env}
+        # The same for everything else a JVM extracts or caches there (BookKeeper's libnative-io.so in a
+        # /tmp/native<N> directory, Vert.x's vertx-cache-<uuid>): the JVM's own temp directory is the node's. And no
+        # /tmp/hsperfdata_<user>/<pid> file: a killed JVM leaves it, owned by the node's user, which on a lab host is
+        # a login user the lab removes (nothing here reads the JVM's perf data).
+        flags = jvm_flags(tmp)
+        if n.cmd and n.cmd[0] == n.host.java:
+            n.cmd = [n.cmd[0], *flags, *n.cmd[1:]]
+        else:  # Pulsar's bin/pulsar: its bookies' BOOKIE_EXTRA_OPTS default (conf/bkenv.sh) includes PULSAR_EXTRA_OPTS
+            n.env["PULSAR_EXTRA_OPTS"] = " ".join([*PULSAR_EXTRA_OPTS, *flags])
     return pl
+
+
+# conf/pulsar_env.sh's default of PULSAR_EXTRA_OPTS, kept when the launcher sets the variable
+PULSAR_EXTRA_OPTS = ("-Dpulsar.allocator.exit_on_oom=true", "-Dio.netty.recycler.maxCapacityPerThread=4096")
+
+
+def jvm_flags(tmp: str) -> list[str]:
+    """The options every node's JVM gets: its temp directory, and no hsperfdata file in /tmp."""
+    return [f"-Djava.io.tmpdir={tmp}", "-XX:-UsePerfData"]

@@ -259,6 +259,8 @@ def stop_records(records: list[PidRecord], timeout: float, log=None) -> list[str
         group = [r for r in records if r.stop_stage == stage and r.alive()]
         for r in group:
             _signal_group(r, signal.SIGTERM)
+            # a stopped group (a pause fault whose hook was killed, a frozen broker) takes its TERM once continued
+            _signal_group(r, signal.SIGCONT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(r.alive() for r in group):
             _reap()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -183,6 +184,10 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     if left:
         raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
     _remove_login_user(lab_id, log)
+    # the ssh control sockets Ansible kept for this lab's inventory: their masters ran in the controller's namespace
+    # (killed above), their directory stays in /tmp
+    from .remote import control_path_dir
+    shutil.rmtree(control_path_dir("lab", lab_id, d / "inventory.json"), ignore_errors=True)
     if d.exists() and not keep_dir:
         shutil.rmtree(d)
     if killed:
@@ -202,10 +207,19 @@ def _remove_login_user(lab_id: str, log) -> None:
     sudoers = SUDOERS_DIR / f"streambench-lab-{lab_id}"
     sudoers.unlink(missing_ok=True)
     if _user_exists(name):
+        uid = pwd.getpwnam(name).pw_uid
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
         res = subprocess.run(["userdel", name], capture_output=True, text=True)
         if res.returncode != 0 and _user_exists(name):
             raise TestbedError(f"lab {lab_id}: cannot remove its login user {name}: {res.stderr.strip()}")
+        # a JVM the user ran and the kill above (or a fault) ended keeps its perf-data file in /tmp (the hosts share
+        # this machine's /tmp): the directory of the user's name, only if the removed user owned it
+        perf = Path("/tmp") / f"hsperfdata_{name}"
+        try:
+            if perf.is_dir() and not perf.is_symlink() and perf.stat().st_uid == uid:
+                shutil.rmtree(perf)
+        except OSError as e:
+            log(f"lab {lab_id}: could not remove {perf}: {e}")
         log(f"lab {lab_id}: login user {name} removed")
 
 

@@ -208,9 +208,13 @@ def ansible_env(inv: Inventory) -> dict[str, str]:
               "ANSIBLE_LOCAL_TEMP": str(home / "tmp"), "ANSIBLE_NOCOLOR": "1",
               "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
               # one directory of ssh control sockets per testbed instance (short: unix socket paths are limited)
-              "ANSIBLE_SSH_CONTROL_PATH_DIR":
-                  f"/tmp/sb-cp-{inv.testbed}-{inv.id}-{hashlib.sha1(str(inv.path.resolve()).encode()).hexdigest()[:8]}"})
+              "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_path_dir(inv.testbed, inv.id, inv.path))})
     return e
+
+
+def control_path_dir(testbed: str, tid: str, inv_path: Path) -> Path:
+    """The directory of Ansible's ssh control sockets for one testbed instance (its inventory file)."""
+    return Path(f"/tmp/sb-cp-{testbed}-{tid}-{hashlib.sha1(str(Path(inv_path).resolve()).encode()).hexdigest()[:8]}")
 
 
 def playbook(inv: Inventory, name: str, extra: dict[str, Any] | None = None, *, log: Path,

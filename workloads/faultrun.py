@@ -452,9 +452,23 @@ def server_nodes(cluster: dict) -> list[dict]:
     return list(cluster["nodes"])
 
 
+def partition_peers(cluster: dict, names: list[str]) -> dict[str, list[str]]:
+    """Per host of the targets: the addresses of every other server host of the cluster (its clients are not
+    among them). One line naming the cluster's hosts when the targets share their host's address with another node's."""
+    nodes = {n["name"]: n for n in cluster["nodes"]}
+    out: dict[str, list[str]] = {}
+    for name in names:
+        host = nodes[name].get("hostName") or "local"
+        mine = nodes[name].get("host") or "127.0.0.1"
+        out[host] = sorted({n.get("host") or "127.0.0.1" for n in cluster["nodes"]} - {mine})
+        if not out[host]:
+            raise ValueError(f"{name}: every node of the cluster is on its host ({mine}): nothing to partition it from")
+    return out
+
+
 def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
     nodes = server_nodes(cluster)
-    if fault == "kill-leader":
+    if fault in ("kill-leader", "partition-leader", "pause-leader"):
         return [leader]
     if fault in ("crash-all", "power-loss"):
         return [n["name"] for n in nodes]
@@ -535,11 +549,14 @@ class Hook:
     there); Kafka's nodes all at once."""
 
     def __init__(self, cluster: dict, names: list[str], down: float, power_loss: bool, deadline: float, log: Path,
-                 inventory: str | None = None):
+                 inventory: str | None = None, hold: str | None = None, peers: dict[str, list[str]] | None = None):
+        """hold: None (kill -9 and restart), "pause" (SIGSTOP, SIGCONT after `down`) or "partition" (each target's
+        host cut off from peers[host] for `down`, then healed)."""
         from testbeds import hooks
 
         by_name = {n["name"]: n for n in cluster["nodes"]}
         self.down, self.deadline, self.power_loss = down, deadline, power_loss
+        self.hold, self.peers = hold, peers or {}
         self.log = open(log, "a")
         self.stage_of = {n: int(by_name[n].get("stopStage", 0)) for n in names}
         groups: dict[str, list[str]] = {}
@@ -588,6 +605,9 @@ class Hook:
             self._go.wait()
             if self._done.is_set():
                 return
+            if self.hold:
+                self._hold(hosts, pos)
+                return
             for h in hosts:
                 self.procs[h].send("strike")
             evs = self._all(hosts, "struck", pos, time.monotonic() + 60)
@@ -628,6 +648,30 @@ class Hook:
             self._emit(event="failed", node="?", error=f"fault hook driver: {type(exc).__name__}: {exc}")
         finally:
             self._emit(event="exited")
+
+    def _hold(self, hosts: list[str], pos: dict) -> None:
+        """A pause or a partition: begun on every target's host, held `down` seconds, ended on every host. The
+        timeline gets struck (begun), healed (ended) and back (restarted = the end: the verdict's recovery runs
+        from it)."""
+        begin, begun, end_cmd, ended = (("pause", "paused", "resume", "resumed") if self.hold == "pause" else
+                                        (None, "isolated", "heal", "healed"))
+        for h in hosts:
+            self.procs[h].send(begin or f"isolate {','.join(self.peers[h])}")
+        evs = self._all(hosts, begun, pos, time.monotonic() + 60)
+        if evs is None:
+            return
+        t = min(e["t"] for e in evs)
+        self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]], hold=self.hold,
+                   **({"peers": self.peers} if self.hold == "partition" else {}))
+        time.sleep(max(0.0, t + self.down - time.time()))
+        for h in hosts:
+            self.procs[h].send(end_cmd)
+        evs = self._all(hosts, ended, pos, time.monotonic() + 60)
+        if evs is None:
+            return
+        t_end = max(e["t"] for e in evs)
+        self._emit(event="healed", t=t_end)
+        self._emit(event="back", t=t_end, restarted=t_end)
 
     def wait(self, names: tuple[str, ...], timeout: float) -> dict | None:
         end = time.monotonic() + timeout
@@ -726,6 +770,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         if inventory is not None and run.fault == "power-loss":
             raise CellFailure("error", f"{run.fault}: faultfs is not shipped to an inventory's hosts yet (the kill "
                               "faults run there)", "set-up")
+        if inventory is None and run.fault in plan.NEEDS_HOSTS:
+            raise CellFailure("error", f"{run.relpath(testbed)}: fault {run.fault} needs hosts of their own (an "
+                              "inventory: --profile lab or aws); on this machine every node shares one network",
+                              "set-up")
         exp_id = next(e for e in run.experiments if "faults" in doc["experiments"][e])
         timing = plan.fault_timing(doc, scale_name, exp_id)
         wl = yaml.safe_load((plan.OMB_DIR / f"{run.base_workload}.yaml").read_text())
@@ -760,8 +808,16 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         leader = client.leader(topic)
         fault["targets"] = targets(run.fault, cluster, leader, strike)
         record["faultPlan"]["targets"] = fault["targets"]
+        hold = plan.HOLD_FAULTS.get(run.fault)
+        peers = None
+        if hold == "partition":
+            try:
+                peers = partition_peers(cluster, fault["targets"])
+            except ValueError as e:
+                raise CellFailure("error", f"{run.fault}: {e}", "set-up") from None
+            record["faultPlan"]["peers"] = peers
         hook = Hook(cluster, fault["targets"], fault["downSeconds"], run.fault == "power-loss",
-                    float(timing["restartDeadlineSeconds"]), log, inventory)
+                    float(timing["restartDeadlineSeconds"]), log, inventory, hold=hold, peers=peers)
         ev = hook.wait(("ready",), 60)
         if not ev or ev["event"] != "ready":
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")

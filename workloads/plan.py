@@ -28,7 +28,15 @@ FAULTS = {
     "kill-one": ("kafka", "pulsar"),     # kill -9 one node other than the leader (chosen by the run's seed)
     "crash-all": ("kafka", "pulsar"),    # kill -9 every server process at once
     "power-loss": ("kafka", "pulsar"),   # kill -9 every server, drop every unsynced write (faultfs), restart
+    # the leader's host cut off from every other server host (nftables on that host), its clients still reaching it;
+    # healed after downSeconds. Needs hosts of their own (an inventory): on this machine every node shares one network
+    "partition-leader": ("kafka", "pulsar"),
+    "pause-leader": ("kafka", "pulsar"),  # SIGSTOP of the leader for downSeconds, then SIGCONT (a long stall)
 }
+# faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds
+HOLD_FAULTS = {"partition-leader": "partition", "pause-leader": "pause"}
+# faults a single machine cannot run: the nodes must have network addresses of their own
+NEEDS_HOSTS = ("partition-leader",)
 
 
 class PlanError(ValueError):
@@ -210,10 +218,10 @@ def _check_faults(path, where, exp, systems) -> None:
 
 def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
     """testSeconds, strikeAtSeconds [lo, hi], downSeconds, restartDeadlineSeconds, rate of a fault experiment's runs
-    in a scale (the experiment's strike_at_seconds / down_seconds beat the scale's)."""
+    in a scale (the experiment's strike_at_seconds / down_seconds / test_seconds beat the scale's)."""
     sc = doc["scales"][scale_name].get("faults") or {}
     exp = doc["experiments"][exp_id]
-    return {"testSeconds": sc.get("testSeconds"),
+    return {"testSeconds": exp.get("test_seconds", sc.get("testSeconds")),
             "strikeAtSeconds": list(exp.get("strike_at_seconds", sc.get("strikeAtSeconds", []))),
             "downSeconds": exp.get("down_seconds", sc.get("downSeconds")),
             "restartDeadlineSeconds": sc.get("restartDeadlineSeconds", 120),
@@ -239,8 +247,10 @@ def _check_scale_faults(doc, catalog, scale_name, scale, path) -> None:
         if lo > hi:
             raise PlanError(f"{path}: {field_}: [{lo}, {hi}] is not a window (the first bound is above the second)")
         if lo <= 0 or hi + t["downSeconds"] >= t["testSeconds"]:
+            tfield = (f"experiments.{exp_id}.test_seconds" if "test_seconds" in doc["experiments"][exp_id]
+                      else f"{where}.testSeconds")
             raise PlanError(f"{path}: {field_}: the fault at {lo}-{hi} s (down {t['downSeconds']} s) is outside the "
-                            f"measured phase of {where}.testSeconds = {t['testSeconds']} s (it must strike after 0 s "
+                            f"measured phase of {tfield} = {t['testSeconds']} s (it must strike after 0 s "
                             f"and the node be back before the end)")
     for i, e in enumerate(sc.get("expect", [])):
         _check_names(path, f"{where}.expect.{i}.system", [e["system"]], catalog.systems, "system")

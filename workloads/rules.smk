@@ -36,15 +36,26 @@ if WL_SYSTEMS:
     WL_RUNS = [r for r in WL_RUNS if r.system in WL_SYSTEMS]
 
 # the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
-# scale's own runs; its fault runs that `all` does not run are only in this target's DAG
+# scale's own runs; its fault runs that `all` does not run are only in this target's DAG. On hosts of their own
+# (lab, hosts, aws) the grid also holds the leader apart (E000-FAULTHOLD: partition-leader, pause-leader)
+WL_FAULT_EXPS = ["E000-FAULT"] + (["E000-FAULTHOLD"] if WL_TESTBED in ("lab", "hosts", "aws") else [])
 try:
-    WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=["E000-FAULT"],
+    WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=WL_FAULT_EXPS,
                                     repetitions=config["workloads"]["repetitions"])
     if WL_SYSTEMS:
         WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.system in WL_SYSTEMS]
 except _wl_plan.PlanError as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
+# a partition needs hosts of their own: asked of a testbed on this machine (an experiment chosen with
+# workloads.experiments, or added to the scale), it stops here in one line naming the cell, before anything starts
+_WL_ON_HOSTS = WL_TESTBED in ("lab", "hosts", "aws")
+for _wl_r in ([] if _WL_ON_HOSTS else WL_RUNS + WL_FAULT_RUNS):
+    if _wl_r.fault in _wl_plan.NEEDS_HOSTS:
+        print(f"workloads: {_wl_r.relpath(WL_TESTBED)}: fault {_wl_r.fault} (experiments "
+              f"{', '.join(_wl_r.experiments)}) needs hosts of their own: testbed {WL_TESTBED} runs every node on "
+              "this machine at one address (run it with --profile lab, hosts or aws)", file=_wl_sys.stderr)
+        _wl_sys.exit(1)
 WL_BY_KEY = {r.key: r for r in WL_FAULT_RUNS}
 for _wl_r in WL_RUNS:  # a run of both: it belongs to the experiments of both
     _wl_o = WL_BY_KEY.get(_wl_r.key)
@@ -190,7 +201,7 @@ rule faults:
     """The fault study's whole grid, E000-FAULT (every fault x every level of both systems; the scale's fault
     repetitions): `snakemake --profile local faults`. Its summary: data/runs/<testbed>/experiments/E000-FAULT.json."""
     input:
-        f"{WL_RUNS_DIR}/experiments/E000-FAULT.json",
+        [f"{WL_RUNS_DIR}/experiments/{e}.json" for e in WL_FAULT_EXPS],
         # then its figure and tables (analysis/faults.smk, included after this file)
         lambda wc: globals().get("AN_FAULT_OUTPUTS", []),
 

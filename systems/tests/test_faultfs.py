@@ -304,3 +304,27 @@ def test_users_names_processes_with_open_files(fs, d):
         p.kill()
         p.wait()
     assert p.pid not in faultfs.users(fs[0])
+
+
+def test_a_reader_of_the_mount_does_not_count_as_a_writer_but_a_writer_does(fs, d):
+    """drop_all refuses while a process can still change the mount (require_idle), not while a reader (a disk
+    sampler walking the tree) holds a directory or a file open read-only: that reader made a power-loss run fail."""
+    write(d / "held", b"x", sync="fsync")
+    code = ("import os,sys,time\nfd=os.open(sys.argv[1], os.O_RDONLY)\nd=os.open(sys.argv[2], os.O_RDONLY|os.O_DIRECTORY)\n"
+            "m=open(sys.argv[3], sys.argv[4])\nprint('ok', flush=True)\ntime.sleep(30)\n")
+    write(d / "f-rb", b"r", sync="fsync")
+    procs = {}
+    for mode in ("rb", "ab"):
+        procs[mode] = subprocess.Popen([sys.executable, "-c", code, str(d / "held"), str(d), str(d / f"f-{mode}"), mode],
+                                       stdout=subprocess.PIPE, text=True)
+    try:
+        for p in procs.values():
+            if p.stdout.readline().strip() != "ok":
+                raise AssertionError("helper did not start")
+        assert procs["rb"].pid in faultfs.users(fs[0]) and procs["ab"].pid in faultfs.users(fs[0])
+        writers = faultfs.users(fs[0], writers_only=True)
+        assert procs["ab"].pid in writers and procs["rb"].pid not in writers
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()

@@ -149,6 +149,13 @@ def test_every_stage_condition_names_a_node_of_the_plan_and_every_started_node_i
         assert awaited <= names and awaited == names, (system, names - awaited)
         for n in pl.nodes:  # RocksDB's JNI library goes to the node's own directory, not the host's /tmp
             assert n.env["ROCKSDB_SHAREDLIB_DIR"] == f"{n.dir}/tmp", (system, n.name)
+            # and so does everything else the JVM extracts, with no hsperfdata file in /tmp
+            flags = [f"-Djava.io.tmpdir={n.dir}/tmp", "-XX:-UsePerfData"]
+            if system == "pulsar":
+                opts = n.env["PULSAR_EXTRA_OPTS"].split()
+                assert opts[-2:] == flags and "-Dpulsar.allocator.exit_on_oom=true" in opts, (n.name, opts)
+            else:
+                assert n.cmd[1:3] == flags, (system, n.name, n.cmd[:4])
         for s in pl.stages:
             for c in s.wait:  # a condition is checked on its node's host: it names that host's address
                 addr = pl.host_of(c["node"]).address

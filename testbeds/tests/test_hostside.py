@@ -24,6 +24,7 @@ def shipped(tmp_path):
     shutil.copy(v["sbnode"], lib / "sbnode.py")
     shutil.copy(v["proc"], lib / "sbhost" / "proc.py")
     shutil.copy(v["ready"], lib / "sbhost" / "ready.py")
+    shutil.copy(v["faulthook"], lib / "sbhost" / "faulthook.py")  # sbnode stop heals a partition with it
     shutil.copy(v["shim"], lib / "sbhost" / "util.py")
     shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
     return lib

@@ -45,6 +45,8 @@ def _down(lab_id, base):
     assert r.returncode == 0, r.stderr
     user = lab.login_user_name(lab_id)
     assert subprocess.run(["getent", "passwd", user], capture_output=True).returncode == 2, f"{user} outlived the lab"
+    # nor its JVMs' perf-data directory in this machine's /tmp (the lab's hosts share it), owned by a removed uid
+    assert not Path(f"/tmp/hsperfdata_{user}").exists(), f"/tmp/hsperfdata_{user} outlived the lab"
     assert not (lab.SUDOERS_DIR / f"streambench-lab-{lab_id}").exists()
     assert not [n for n in lab.netns_list() if n.startswith(f"sbl-{lab_id}-")]
 

@@ -73,3 +73,18 @@ def test_every_run_waits_for_every_prepare_and_the_runner(tmp_path):
     want = {"runner_build", "systems_prepare_kafka", "systems_prepare_pulsar"}
     assert all(before[n] & (want | {"systems_prepare_pravega"}) == want for n in runs), \
         {label[n]: before[n] for n in runs}
+
+
+def test_a_partition_asked_of_a_testbed_on_this_machine_stops_the_dag_in_one_line(tmp_path):
+    """E000-FAULTHOLD's partition-leader needs hosts of their own: on the ci testbed (this machine) the DAG is not
+    built, and the line names the cell, the fault and its experiment; nothing starts."""
+    cfg = configfile(tmp_path, ROOT / "workloads/experiments.yaml")
+    doc = yaml.safe_load(cfg.read_text())
+    doc["workloads"]["experiments"] = ["E000-FAULTHOLD"]
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "all", "--configfile", str(cfg))
+    assert res.returncode != 0
+    line = [ln for ln in res.stderr.splitlines() if "needs hosts of their own" in ln]
+    assert line and re.search(r"ci/(kafka|pulsar)/L\d\+stock/[^ ]+--partition-leader/rep-1: fault partition-leader "
+                              r"\(experiments E000-FAULTHOLD\)", line[0]), res.stderr[-2000:]
+    assert "benchmark_run" not in res.stdout

@@ -1,6 +1,7 @@
 """Fault runs (issue 15): the fault spec in experiments.yaml, the seeded draw, the verifier's verdict, the ci's
 expectations in the run summary (pure logic; the ci profile runs the real fault cells)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +136,63 @@ def test_targets_per_fault():
     assert len(faultrun.targets("crash-all", cluster, "broker-1", strike)) == 5
     picks = {faultrun.targets("kill-one", cluster, "broker-1", {"seed": s})[0] for s in range(20)}
     assert "broker-1" not in picks and len(picks) > 1
+    assert faultrun.targets("partition-leader", cluster, "broker-1", strike) == ["broker-1"]
+    assert faultrun.targets("pause-leader", cluster, "broker-1", strike) == ["broker-1"]
+
+
+def test_a_partition_cuts_the_targets_host_from_every_other_server_host_and_needs_hosts_of_its_own():
+    # the lab's Pulsar: ZooKeeper, broker and bookie-1 on server-1, a bookie on each of servers 2 and 3
+    where = {"zookeeper": ("server-1", "10.77.0.11"), "bookie-1": ("server-1", "10.77.0.11"),
+             "broker-1": ("server-1", "10.77.0.11"), "bookie-2": ("server-2", "10.77.0.12"),
+             "bookie-3": ("server-3", "10.77.0.13")}
+    cluster = {"nodes": [{"name": n, "hostName": h, "host": a} for n, (h, a) in where.items()]}
+    assert faultrun.partition_peers(cluster, ["broker-1"]) == {"server-1": ["10.77.0.12", "10.77.0.13"]}
+    assert faultrun.partition_peers(cluster, ["bookie-3"]) == {"server-3": ["10.77.0.11", "10.77.0.12"]}
+    # this machine: every node at one address; nothing to cut, said in one line naming the node
+    local = {"nodes": [{"name": n, "host": "127.0.0.1"} for n in where]}
+    with pytest.raises(ValueError, match="broker-1: every node of the cluster is on its host"):
+        faultrun.partition_peers(local, ["broker-1"])
+    assert plan.NEEDS_HOSTS == ("partition-leader",) and set(plan.HOLD_FAULTS) <= set(plan.FAULTS)
+
+
+def test_a_pause_holds_the_leader_stopped_for_down_seconds_then_it_runs_on_without_a_restart(tmp_path):
+    """The hold faults through the real hook process: pause (SIGSTOP) at the strike, resume after downSeconds; the
+    timeline has struck, healed and back (restarted = the end of the hold), and the node is the same process."""
+    import os
+    import time
+
+    from systems import proc
+
+    rundir = tmp_path / "run"
+    log = rundir / "nodes" / "n1" / "logs" / "node.log"
+    log.parent.mkdir(parents=True)
+    p, rec = proc.start_process(rundir, "n1", ["sleep", "300"], cwd=rundir, log=log, env=dict(os.environ))
+    cluster = {"system": "kafka", "rundir": str(rundir), "nodes": [
+        {"name": "n1", "role": "broker+controller", "ports": {}, "log": str(log), "stopStage": 0}]}
+    (rundir / "cluster.json").write_text(json.dumps(cluster))
+    hook = faultrun.Hook(cluster, ["n1"], 1.0, False, 10, tmp_path / "hook.log", hold="pause")
+
+    def state():
+        st = Path(f"/proc/{rec.pid}/stat").read_text()
+        return st[st.rindex(")") + 2]
+    try:
+        assert hook.wait(("ready",), 30)["event"] == "ready"
+        hook.strike()
+        assert hook.wait(("struck",), 30)["event"] == "struck"
+        time.sleep(0.3)
+        assert state() == "T", "stopped while held"
+        back = hook.wait(("back",), 30)
+        assert back and back["event"] == "back", hook.events
+        struck, healed = hook.first("struck"), hook.first("healed")
+        assert struck["hold"] == "pause" and struck["targets"] == ["n1"]
+        assert healed["t"] - struck["t"] >= 1.0 and back["restarted"] == healed["t"]
+        assert not [e for e in hook.events if e["event"] == "restarted"]
+        time.sleep(0.2)
+        assert state() in ("S", "R") and p.poll() is None  # the same process, running again
+        assert [r.pid for r in proc.read_pid_records(rundir)] == [rec.pid]
+    finally:
+        hook.stop()
+        proc.stop_records(proc.read_pid_records(rundir), 5)
 
 
 def _record(tmp_path, name, lost, expect, status="ok"):
