@@ -88,6 +88,27 @@ def leftovers(state: dict) -> list[str]:
     return out
 
 
+def fault_leftovers(inv) -> list[str]:
+    """What a fault run may not leave on the hosts while the cluster lives on: a fault hook's nftables table
+    (`inet sbfault_*`) in a host's namespace, or a process still stopped (state T) by a pause."""
+    from systems.faulthook import nft_path  # the same lookup the hook uses
+    out = []
+    for h, ns in inv.provider["netns"].items():
+        r = subprocess.run(["ip", "netns", "exec", ns, nft_path() or "nft", "list", "tables"], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 0:
+            out.append(f"host {h}: nft list tables failed: {r.stderr.strip()}")
+        out += [f"host {h}: nft table '{t.strip()}'" for t in r.stdout.splitlines() if "sbfault_" in t]
+        for pid in lab.netns_pids(ns):
+            try:
+                st = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            if st[st.rindex(")") + 2] in "Tt":
+                out.append(f"host {h}: process {pid} ({st[st.index('(') + 1:st.rindex(')')]}) is stopped")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--id", default="t12")
@@ -142,6 +163,8 @@ def main(argv=None) -> int:
             if rec["status"] != "ok" or not f.get("acknowledged") or (level == "L1" and f.get("lost") != 0):
                 failures.append(f"{system} {level} {fault}: {rec['status']} lost={f.get('lost')} "
                                 f"acknowledged={f.get('acknowledged')} {rec.get('error', '')}".strip())
+            # healed and resumed: no nft table and no stopped process outlives the fault run
+            failures += [f"{system} {level} {fault}: left after the run: {x}" for x in fault_leftovers(inv)]
         # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
                        cwd=root(), check=True, timeout=600)

@@ -297,7 +297,7 @@ def test_findings_without_runs_say_not_measured_at_this_scale(tmp_path, built):
     f = yaml.safe_load(open(tmp_path / "_variables.yml"))["findings"]
     measured = {f"{s}.{k}": v for s, d in f.items() for k, v in d.items() if "printed" not in k}
     assert measured.pop("s000.e2e_p99_measured").startswith("local: Kafka not run and Pulsar 396 ms")
-    assert measured == {k: NOT for k in measured} and len(measured) == 10
+    assert measured == {k: NOT for k in measured} and len(measured) == 12  # 6 study sentences; the fault runs, F1, F2, F3, F3h, F4
     assert f["s001"]["printed"] == "73 %" and f["s004"]["latency_printed"].startswith("Pulsar (no journal) 1.58 ms")
 
 

@@ -210,6 +210,7 @@ def _sampled_run(tmp_path, hog: bool) -> dict:
     return {"summary": summ, "validity": guard.validity(summ, {}, LIM)}
 
 
+@pytest.mark.serial  # its quiet half needs a quiet machine: env/test runs it after the parallel pass, alone
 def test_a_cpu_hog_beside_a_run_is_flagged_and_the_same_run_without_it_is_not(tmp_path):
     """The validity flag means interference: a run whose cluster keeps the kernel busy (fsync, loopback) is `ok`;
     the same run with a one-core busy loop beside it is `suspect`. Needs a quiet host (as in CI)."""
