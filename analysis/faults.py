@@ -12,13 +12,18 @@ from its path (analysis.labels: system, level, repetition) and writes
   recovery; a cell without a run is "not run", kill-bookie on a system without bookies is "n/a";
 - paper/tables/faults-claims.{csv,md}: the durability levels' definitions (studies.md §000.2) tested on this
   testbed's runs, one row per claim and system, with the counts behind each verdict;
-- paper/figures/faults-lost.{svg,png,pdf,json}.
+- paper/figures/faults-lost.{svg,png,pdf,json};
+- paper/figures/faults-timeline.{svg,png,pdf,json}: one run per fault of this testbed (the one that lost most), second
+  by second (x-streambench.faultTimeline.perSecond: acknowledgements, publish errors, acknowledged sends lost by
+  the second they were sent) with the fault hook's strike, heal, restart and back-in-service, and the leader before
+  and after the cycle.
 No fault result at all (a profile without fault runs) gives empty tables, "not tested" verdicts and a figure
 that says so; a corrupt fault object stops with one line naming the file and the field.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 import re
@@ -33,7 +38,7 @@ from .figures import save_chart
 from .labels import parse_raw_path
 from .report import to_csv, to_md, write_text_atomic
 
-FIGURE_IDS = ["faults-lost"]
+FIGURE_IDS = ["faults-lost", "faults-timeline"]
 TABLE_IDS = ["faults", "faults-claims"]
 FAULTS = ["kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"]
 # the leader held apart instead of killed (issue 31; partition-leader needs hosts of their own): a grid's column only
@@ -61,7 +66,7 @@ RUN_SCHEMA = {
     "strike_at_s": pl.Float64, "down_s": pl.Float64, "targets": pl.Utf8, "acknowledged": pl.Int64, "lost": pl.Int64,
     "lost_fraction": pl.Float64, "duplicated": pl.Int64, "reordered": pl.Int64, "unacknowledged_present": pl.Int64,
     "publish_errors": pl.Int64, "unavailable_ms": pl.Float64, "recovery_ms": pl.Float64, "read": pl.Int64,
-    "cluster_cycle": pl.Int64, "file": pl.Utf8,
+    "cluster_cycle": pl.Int64, "leader_before": pl.Utf8, "leader_after": pl.Utf8, "file": pl.Utf8,
 }
 RUN_COLS = list(RUN_SCHEMA)
 CELL_COLS = ["testbed", "system", "level", "ack", "local", "fault", "status", "runs", "runs_with_loss",
@@ -125,6 +130,11 @@ def check_fault(path, f, system: str) -> dict:
     if c is not None and (isinstance(c, bool) or not isinstance(c, int) or c < 1):
         raise InputError(path, "x-streambench.fault.clusterCycle", f"not a positive integer: {c!r}")
     out["clusterCycle"] = c
+    for k in ("leaderBefore", "leaderAfter"):  # optional: older results have none; None where the lookup failed
+        v = f.get(k)
+        if v is not None and (not isinstance(v, str) or not v):
+            raise InputError(path, f"x-streambench.fault.{k}", f"not a node name: {v!r}")
+        out[k] = v
     if out["lost"] > out["acknowledged"]:
         raise InputError(path, "x-streambench.fault.lost",
                          f"{out['lost']} lost of {out['acknowledged']} acknowledged (more than were acknowledged)")
@@ -178,7 +188,9 @@ def read_runs(raw: Path, suspect: str = "mark") -> pl.DataFrame:
                 "unacknowledged_present": f["unacknowledgedPresent"], "publish_errors": f["publishErrors"],
                 "unavailable_ms": f["unavailableMs"], "recovery_ms": f["recoveryMs"], "read": f["read"],
                 # the cycle's number on its cluster (1: a fresh cluster; results of older runs have none)
-                "cluster_cycle": f.get("clusterCycle"), "file": str(p)})
+                "cluster_cycle": f.get("clusterCycle"),
+                # which node led the topic before the strike and after the cycle (results of older runs have none)
+                "leader_before": f.get("leaderBefore"), "leader_after": f.get("leaderAfter"), "file": str(p)})
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
@@ -412,6 +424,121 @@ def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
     return chart, caption, alt_text
 
 
+# --------------------------------------------------------------------------------------------------- the timeline
+
+# the fault hook's events drawn on the timeline (workloads/faultrun.py Hook): name -> label
+TIMELINE_EVENTS = {"struck": "strike", "healed": "heal", "restarted": "restart", "back": "serving"}
+TIMELINE_SERIES = {"acked": ("acknowledged /s", "#1f6fb4"), "errors": ("publish errors /s", "#d62728"),
+                   "lost": ("lost (by send second)", "#ff7f0e")}
+PER_SECOND_KEYS = ("s", "sent", "acked", "errors", "lost")
+EVENT_MERGE_S = 1.5  # events closer than this share one rule and one label (their words would overlap)
+
+
+def _epoch(path: Path, x: dict) -> float:
+    v = x.get("measurementStartTime")
+    try:
+        return dt.datetime.fromisoformat(v).timestamp()
+    except (TypeError, ValueError):
+        raise InputError(path, "x-streambench.measurementStartTime", f"not an ISO time: {v!r}") from None
+
+
+def read_timeline(path: Path) -> dict | None:
+    """A fault run's timeline (None for a result written before runs recorded one): per-second rows and the hook's
+    events in seconds from the start of traffic. A malformed one stops with the file and the field."""
+    try:
+        x = json.loads(Path(path).read_text())["x-streambench"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(path, "x-streambench", f"not readable: {e}") from None
+    tl = x.get("faultTimeline") or {}
+    per = tl.get("perSecond")
+    if per is None:
+        return None
+    field = "x-streambench.faultTimeline.perSecond"
+    if not isinstance(per, list) or not all(isinstance(r, dict) for r in per):
+        raise InputError(path, field, "not a list of objects")
+    for i, r in enumerate(per):
+        bad = [k for k in PER_SECOND_KEYS if isinstance(r.get(k), bool) or not isinstance(r.get(k), int) or r[k] < 0]
+        if bad:
+            raise InputError(path, f"{field}[{i}].{bad[0]}", f"not a count: {r.get(bad[0])!r}")
+    t0 = _epoch(path, x)
+    events: list[dict] = []
+    timed = [ev for ev in tl.get("events") or [] if isinstance(ev, dict) and ev.get("event") in TIMELINE_EVENTS
+             and isinstance(ev.get("t"), (int, float)) and not isinstance(ev.get("t"), bool)]
+    for ev in sorted(timed, key=lambda e: e["t"]):
+        label, t_s = TIMELINE_EVENTS[ev["event"]], round(ev["t"] - t0, 2)
+        if events and t_s - events[-1]["t_s"] < EVENT_MERGE_S:  # e.g. a hold's heal and serving: one rule
+            events[-1]["event"] += f", {label}"
+        else:
+            events.append({"event": label, "t_s": t_s})
+    return {"perSecond": per, "events": events}
+
+
+def timeline_runs(runs: pl.DataFrame, testbed: str) -> list[dict]:
+    """One run per fault of `testbed` that recorded a timeline: the one that lost most acknowledged messages (ties:
+    the first by system, level, repetition), in the grid's fault order."""
+    mine = runs.filter(pl.col("testbed") == testbed).sort(["system", "level", "repetition", "file"])
+    chosen: dict[str, dict] = {}
+    for r in mine.iter_rows(named=True):
+        if r["fault"] in chosen and r["lost"] <= chosen[r["fault"]]["lost"]:
+            continue
+        tl = read_timeline(Path(r["file"]))
+        if tl is not None:
+            chosen[r["fault"]] = {**r, **tl}
+    return [chosen[f] for f in KNOWN_FAULTS if f in chosen]
+
+
+def _timeline_title(r: dict) -> str:
+    lead = ""
+    if r.get("leader_before"):
+        after = r.get("leader_after") or "?"
+        lead = (f"; leader {r['leader_before']} before, {after} after" if after != r["leader_before"]
+                else f"; leader {after} before and after")
+    return (f"{r['fault']}: {r['system']} {r['level']}, repetition {r['repetition']}, {r['lost']} lost of "
+            f"{r['acknowledged']} acknowledged{lead}")
+
+
+def figure_timeline(runs: pl.DataFrame, testbed: str):
+    """One panel per fault: the chosen run's acknowledgements, publish errors and lost sends per second, with the
+    fault hook's events as labelled vertical rules."""
+    chosen = timeline_runs(runs, testbed)
+    caption = (f"One fault run per fault on the {testbed} testbed, second by second from the start of its traffic "
+               "(the run of each fault that lost most acknowledged messages): acknowledgements and publish errors "
+               "received per second, acknowledged messages that were never read back counted at the second they "
+               "were sent, and the fault's schedule as vertical rules (strike; heal, the end of a partition or a "
+               "pause; restart of a killed node; serving, the cluster back in service). Each panel's title names the "
+               "run and the node that led the topic before the strike and after the cycle.")
+    alt_text = ("Stacked line charts, one per fault, of messages per second against seconds since the start of "
+                "traffic: acknowledgements, publish errors and lost messages, with vertical lines where the fault "
+                "struck, healed, restarted nodes and the cluster served again.")
+    if not chosen:
+        return alt.Chart(alt.Data(values=[{"t": "no fault run with a timeline"}])).mark_text(size=14).encode(
+            text="t:N").properties(width=420, height=60), caption, alt_text
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3),
+                      scale=alt.Scale(domain=[v[0] for v in TIMELINE_SERIES.values()],
+                                      range=[v[1] for v in TIMELINE_SERIES.values()]))
+    t1 = max(max(p["s"] for p in r["perSecond"]) + 1 for r in chosen)
+    x = alt.X("t_s:Q", title="seconds from the start of traffic", scale=alt.Scale(domain=[0, t1], nice=False))
+    y = alt.Y("n:Q", title="messages / s")
+    panels = []
+    for r in chosen:
+        pts = [{"t_s": p["s"] + 0.5, "series": TIMELINE_SERIES[k][0], "n": p[k]}
+               for p in r["perSecond"] for k in TIMELINE_SERIES if k != "lost" or p[k]]
+        layers = [alt.Chart(alt.Data(values=[p for p in pts if p["series"] != TIMELINE_SERIES["lost"][0]]))
+                  .mark_line(strokeWidth=1.5, interpolate="step").encode(x=x, y=y, color=color)]
+        lost = [p for p in pts if p["series"] == TIMELINE_SERIES["lost"][0]]
+        if lost:
+            layers.append(alt.Chart(alt.Data(values=lost)).mark_bar(width=3, opacity=0.8).encode(
+                x=x, y=y, color=color))
+        if r["events"]:
+            ev = alt.Chart(alt.Data(values=r["events"]))
+            layers.append(ev.mark_rule(color="#555555", strokeDash=[4, 3]).encode(x=x))
+            layers.append(ev.mark_text(angle=270, align="right", baseline="bottom", dx=-2, dy=-2, fontSize=9,
+                                       color="#333333").encode(x=x, y=alt.value(0), text="event:N"))
+        panels.append(alt.layer(*layers).properties(width=460, height=110, title=alt.TitleParams(
+            _timeline_title(r), fontSize=10, anchor="start")))
+    return alt.vconcat(*panels), caption, alt_text
+
+
 # --------------------------------------------------------------------------------------------------- main
 
 
@@ -433,6 +560,8 @@ def build(raw: Path, testbed: str, tables: Path, figures_dir: Path, derived: Pat
     write_text_atomic(tables / "faults-claims.md", to_md_widths(MD_CLAIM_COLS, cr, MD_CLAIM_WIDTHS))
     chart, caption, alt_text = figure(runs, cl, testbed)
     save_chart(chart, "faults-lost", caption, alt_text, figures_dir, png_scale)
+    chart, caption, alt_text = figure_timeline(runs, testbed)
+    save_chart(chart, "faults-timeline", caption, alt_text, figures_dir, png_scale)
     return {"runs": runs, "cells": cl, "claims": cr}
 
 

@@ -6,7 +6,7 @@
 # target `faults` (workloads/rules.smk: E000-FAULT, the whole grid) that one too, so the figure waits for every run
 # of the grid. Without any (a scale without fault experiments, analysis.with_runs=false, or this file included
 # alone) the figure and tables are built from the result files on disk: an empty grid says "not run".
-AN_FAULT_FIGURES = ["faults-lost"]
+AN_FAULT_FIGURES = ["faults-lost", "faults-timeline"]
 AN_FAULT_TABLES = ["faults", "faults-claims"]
 AN_FAULT_EXPERIMENTS = sorted({e for r in globals().get("WL_RUNS", []) if getattr(r, "fault", None) for e in r.experiments})
 
@@ -29,7 +29,7 @@ AN_FAULT_OUTPUTS = expand("paper/figures/{f}.{ext}", f=AN_FAULT_FIGURES, ext=("s
 
 rule analysis_faults:
     """Fault runs -> tidy table (data/derived/faults.parquet, paper/tables/faults-runs.csv), the level x fault
-    grid, the level-definition claims, figure faults-lost."""
+    grid, the level-definition claims, figures faults-lost and faults-timeline."""
     input:
         raw=_an_raw_inputs,
         runs=_an_fault_run_inputs,

@@ -40,6 +40,7 @@ FIGURE_IDS = [
     "study004-latency",
     # the fault study (paper/sections/faults.qmd, analysis/faults.py)
     "faults-lost",
+    "faults-timeline",
 ]
 
 TABLE_IDS = [

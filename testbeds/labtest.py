@@ -1,16 +1,20 @@
 """End-to-end check of the lab (env/test): 3 servers + 1 client, one Kafka and one Pulsar cell at L1 (the ci
 scale's E000-LAT1 workload, a few seconds each) through workloads/run.py's hooks, 0 lost / 0 duplicated; then fault
 cells at L1 through workloads/faultrun.py on the hosts (default: Pulsar crash-all, its nodes on three hosts restarted
-stage by stage), 0 acknowledged messages lost; then no namespace, sshd, broker or runner left.
+stage by stage), 0 acknowledged messages lost at L1 (a hold fault such as kafka:partition-leader@L4 reports its
+count); after each fault run no nftables table and no stopped process on any host; optionally one hold-fault cell
+Ctrl-C'd while its partition is on, which must stop its cluster and leave nothing; then no namespace, sshd, broker
+or runner left.
 
   python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
-                             [--faults pulsar:crash-all,kafka:kill-one]
+                             [--faults pulsar:crash-all,kafka:kill-one] [--interrupt kafka:partition-leader@L1]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -30,9 +34,10 @@ def say(msg: str) -> None:
 
 
 def _run(module: str, key: str, system: str, tuning: str, args: list[str], out: Path, inv_path: Path,
-         level: str = "L1") -> dict:
+         level: str = "L1", interrupt_when=None) -> dict:
     """One run of `python -m MODULE` (workloads.run or workloads.faultrun) on the lab's hosts; its status record with
-    the seconds it took."""
+    the seconds it took. With `interrupt_when` (a function polled every 0.2 s): Ctrl-C (SIGINT) to the run once it
+    returns true, as a user at the terminal would; the record then says when (`interruptedAfter`, None if never)."""
     cmd = [sys.executable, "-m", module, "--clusters", str(out / "clusters"), "--inventory", str(inv_path),
            "--testbed", "labtest", "--scale", "ci", "--system", system, "--level", level, "--tuning", tuning,
            "--rep", "1", "--default-tuning", "tuned", *args,
@@ -40,8 +45,25 @@ def _run(module: str, key: str, system: str, tuning: str, args: list[str], out: 
            "--result", str(out / "raw" / f"{key}.json"), "--status", str(out / "status" / f"{key}.json"),
            "--log", str(out / "logs" / f"{key}.log")]
     t0 = time.monotonic()
-    subprocess.run(cmd, cwd=root(), check=True, timeout=900)
-    rec = json.loads((out / "status" / f"{key}.json").read_text())
+    if interrupt_when is None:
+        subprocess.run(cmd, cwd=root(), check=True, timeout=900)
+        rec = json.loads((out / "status" / f"{key}.json").read_text())
+    else:
+        p = subprocess.Popen(cmd, cwd=root())
+        at = None
+        try:
+            while p.poll() is None and time.monotonic() - t0 < 900:
+                if at is None and interrupt_when():
+                    p.send_signal(signal.SIGINT)
+                    at = round(time.monotonic() - t0, 1)
+                time.sleep(0.2)
+            p.wait(60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        rec = json.loads((out / "status" / f"{key}.json").read_text())
+        rec["interruptedAfter"], rec["exitCode"] = at, p.returncode
     rec["seconds"] = round(time.monotonic() - t0, 1)
     return rec
 
@@ -51,13 +73,39 @@ def cell(system: str, out: Path, inv_path: Path) -> dict:
                 ["--workload", WORKLOAD, "--in-experiments", "E000-LAT1"], out, inv_path)
 
 
-def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = "L1") -> dict:
+def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = "L1", rep: int = 1,
+               interrupt_when=None) -> dict:
     """One fault run on the lab's hosts at the ci scale: a kill fault with E000-FAULTCI's workload and timing, a
     hold fault (partition, pause) with E000-FAULTHOLD's."""
     wl = "1-topic-8-partitions-1kb-1p-1c-2k"
     exp = "E000-FAULTHOLD" if fault in HOLD_FAULTS else "E000-FAULTCI"
-    return _run("workloads.faultrun", f"{system}/{level}+stock/{wl}--{fault}/rep-1", system, "stock",
-                ["--workload", wl, "--fault", fault, "--in-experiments", exp], out, inv_path, level)
+    return _run("workloads.faultrun", f"{system}/{level}+stock/{wl}--{fault}/rep-{rep}", system, "stock",
+                ["--workload", wl, "--fault", fault, "--in-experiments", exp], out, inv_path, level,
+                interrupt_when=interrupt_when)
+
+
+def partitioned(inv) -> bool:
+    """A fault hook's nftables table is in place in some host's namespace (the partition is on)."""
+    from systems.faulthook import nft_path
+    for ns in inv.provider["netns"].values():
+        r = subprocess.run(["ip", "netns", "exec", ns, nft_path() or "nft", "list", "tables"], capture_output=True,
+                           text=True, timeout=30)
+        if "sbfault_" in r.stdout:
+            return True
+    return False
+
+
+def server_java(inv) -> list[str]:
+    """The java processes still running on the lab's hosts (a stopped cluster has none)."""
+    out = []
+    for h, ns in inv.provider["netns"].items():
+        for pid in lab.netns_pids(ns):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                    out.append(f"host {h}: java {pid}")
+            except OSError:
+                pass
+    return out
 
 
 # what a JVM leaves in the temp directory when it is killed (the lab's hosts share this machine's /tmp): the
@@ -117,6 +165,10 @@ def main(argv=None) -> int:
     ap.add_argument("--systems", default="kafka,pulsar")
     ap.add_argument("--faults", default="pulsar:crash-all",
                     help="SYSTEM:FAULT[@LEVEL],... fault cells, at L1 unless a level is given ('' for none)")
+    ap.add_argument("--interrupt", default="",
+                    help="SYSTEM:FAULT[@LEVEL]: a hold-fault cell interrupted (SIGINT) while its partition is on; it "
+                         "must end failed ('interrupted') with its cluster stopped, no nft table and no stopped "
+                         "process left ('' for none)")
     a = ap.parse_args(argv)
     # SYSTEM:FAULT[@LEVEL] (L1 unless given): every L1 cell must lose nothing; another level's count is reported
     faults = [(x.split(":", 1)[0], *(x.split(":", 1)[1].split("@", 1) + ["L1"])[:2]) for x in a.faults.split(",") if x]
@@ -165,6 +217,20 @@ def main(argv=None) -> int:
                                 f"acknowledged={f.get('acknowledged')} {rec.get('error', '')}".strip())
             # healed and resumed: no nft table and no stopped process outlives the fault run
             failures += [f"{system} {level} {fault}: left after the run: {x}" for x in fault_leftovers(inv)]
+        if a.interrupt:
+            system, fault = a.interrupt.split(":", 1)
+            fault, level = (fault.split("@", 1) + ["L1"])[:2]
+            # rep 2: the key's cluster, if an earlier cell left it, takes this as its next cycle
+            rec = fault_cell(system, fault, a.out, inv_path, level, rep=2, interrupt_when=lambda: partitioned(inv))
+            say(f"{system} {level} {fault} interrupted after {rec.get('interruptedAfter')} s: {rec['status']} "
+                f"({rec.get('reason')}), exit {rec.get('exitCode')}, in {rec['seconds']} s")
+            if rec.get("interruptedAfter") is None:
+                failures.append(f"{a.interrupt}: the partition never came on, so nothing was interrupted")
+            elif rec["status"] != "failed" or rec.get("reason") != "interrupted" or rec.get("exitCode") == 0:
+                failures.append(f"{a.interrupt}: after SIGINT the run ended {rec['status']} ({rec.get('reason')}), "
+                                f"exit {rec.get('exitCode')}; want failed (interrupted), non-zero")
+            failures += [f"{a.interrupt} interrupted: left after the run: {x}" for x in fault_leftovers(inv)]
+            failures += [f"{a.interrupt} interrupted: its cluster still runs: {x}" for x in server_java(inv)]
         # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
                        cwd=root(), check=True, timeout=600)

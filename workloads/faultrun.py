@@ -58,6 +58,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -167,6 +168,30 @@ def verdict(audit: Audit, read: list[int], strike: float | None, restarted: floa
         if goods:
             out["recoveryMs"] = round((min(goods) - strike) * 1000.0, 1)
     return out
+
+
+def per_second(audit: Audit, read: list[int], t0: float) -> list[dict]:
+    """The cycle second by second from the start of traffic (t0, epoch s): sends made, acknowledgements and
+    publish errors received, and acknowledged sends never read back (counted at the second they were sent). What
+    the paper's fault timeline draws beside the hook's events."""
+    n = audit.count
+    if not n:
+        return []
+    present = set(read)
+    last = max([audit.sent[i] for i in range(n)] + [audit.done[i] for i in range(n) if audit.state[i] != Audit.PENDING])
+    rows = [{"s": s, "sent": 0, "acked": 0, "errors": 0, "lost": 0} for s in range(int(max(0.0, last - t0)) + 1)]
+
+    def at(t: float) -> dict:
+        return rows[min(len(rows) - 1, max(0, int(t - t0)))]
+    for i in range(n):
+        at(audit.sent[i])["sent"] += 1
+        if audit.state[i] == Audit.OK:
+            at(audit.done[i])["acked"] += 1
+            if i not in present:
+                at(audit.sent[i])["lost"] += 1
+        elif audit.state[i] == Audit.FAILED:
+            at(audit.done[i])["errors"] += 1
+    return rows
 
 
 # ----------------------------------------------------------------------------------------------------- the clients
@@ -370,11 +395,16 @@ class PulsarClient:
         from systems.pulsar import http
 
         code, text = http("GET", f"{self.http}/lookup/v2/topic/persistent/{self.namespace}/{topic}-partition-0")
-        url = json.loads(text).get("brokerUrl", "") if code == 200 else ""
-        for n in self.nodes:
-            if n["role"] == "broker" and url.endswith(f":{n['ports']['service']}"):
+        url = urllib.parse.urlsplit(json.loads(text).get("brokerUrl", "") if code == 200 else "")
+        brokers = [n for n in self.nodes if n["role"] == "broker"]
+        # on hosts every broker listens on the same port, each at its host's address: match both
+        for n in brokers:
+            if url.port == n["ports"]["service"] and url.hostname in (n.get("host") or "127.0.0.1", "localhost"):
                 return n["name"]
-        return next(n["name"] for n in self.nodes if n["role"] == "broker")  # one broker: it owns every bundle
+        if len(brokers) == 1:
+            return brokers[0]["name"]  # one broker owns every bundle (whatever name it advertises)
+        raise CellFailure("cluster", f"topic {topic}: the owner's URL {url.geturl()!r} names none of the brokers "
+                          f"{[n['name'] for n in brokers]}", "set-up")
 
     def producer(self, topic: str):
         pc = self.driver.get("producer") or {}
@@ -851,6 +881,15 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         read = client.read_back(topic, partitions, time.monotonic() + READ_SECONDS)
         record["cycleSeconds"] = round(time.monotonic() - t_cycle, 1)
         record["readSeconds"] = round(time.monotonic() - t_read, 1)
+        # who led before the strike and after the cycle, from the cluster's own metadata (Kafka: the broker leading
+        # most of the topic's partitions; Pulsar: the broker owning its bundle)
+        fault["leaderBefore"] = leader
+        try:
+            fault["leaderAfter"] = client.leader(topic)
+        except Exception as exc:  # the cycle's counts stand; the missing answer is recorded as such
+            fault["leaderAfter"] = None
+            with open(log, "a") as fh:
+                fh.write(f"leader of {topic} after the cycle: {exc}\n")
         struck = hook.first("struck")
         v = verdict(audit, read, struck["t"] if struck else None, back.get("restarted"))
         fault.update(v)
@@ -868,7 +907,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
                 "cluster": {k: cluster.get(k) for k in ("system", "version", "level", "tuning", "faults", "requested",
                                                         "effective", "client", "startedAt", "readySeconds")},
                 "fault": fault,
-                "faultTimeline": {"events": hook.events, "slowMs": SLOW_MS, "unflushedAtEnd": left},
+                "faultTimeline": {"events": hook.events, "slowMs": SLOW_MS, "unflushedAtEnd": left,
+                                  "perSecond": per_second(audit, read, t0)},
             },
         }
         tmp = result.with_name(result.name + ".tmp")
@@ -883,7 +923,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
                     fh.write(f"deleting {topic} after the cycle: {exc}\n")
         record.update(status="ok", result=str(result), fault={k: fault[k] for k in (
             "type", "targets", "strikeAtSeconds", "acknowledged", "lost", "duplicated", "reordered",
-            "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read", "clusterCycle")})
+            "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read", "clusterCycle", "leaderBefore",
+            "leaderAfter")})
     except (Exception, KeyboardInterrupt) as exc:
         reason = exc.reason if isinstance(exc, CellFailure) else ("interrupted" if isinstance(exc, KeyboardInterrupt)
                                                                   else "error")

@@ -331,9 +331,9 @@ def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENT
         tunings = _names(exp.get("tuning", defaults.get("tuning", default_tuning)))
         reps = repetitions or scale.get("repetitions", exp.get("repetitions", defaults.get("repetitions", 1)))
         faults = exp.get("faults") or [None]
-        if exp.get("faults"):  # fault runs: the scale's fault repetitions (local >= 3), not its benchmark ones
-            reps = repetitions or (scale.get("faults") or {}).get("repetitions") or exp.get(
-                "repetitions", defaults.get("repetitions", 1))
+        if exp.get("faults"):  # fault runs: the experiment's or the scale's fault repetitions, not its benchmark ones
+            reps = repetitions or exp.get("fault_repetitions") or (scale.get("faults") or {}).get("repetitions") or \
+                exp.get("repetitions", defaults.get("repetitions", 1))
         keep = (scale.get("sweeps") or {}).get(exp_id)  # this scale's points of the sweep (None: all of them)
         for system in systems:
             variants = per_system(exp.get("variants") or [], system) or [None]

@@ -39,6 +39,9 @@ if WL_SYSTEMS:
 # scale's own runs; its fault runs that `all` does not run are only in this target's DAG. On hosts of their own
 # (lab, hosts, aws) the grid also holds the leader apart (E000-FAULTHOLD: partition-leader, pause-leader)
 WL_FAULT_EXPS = ["E000-FAULT"] + (["E000-FAULTHOLD"] if WL_TESTBED in ("lab", "hosts", "aws") else [])
+if config["workloads"]["experiments"]:  # experiments chosen (workloads.experiments): the faults target runs those of
+    # them with faults, e.g. only E000-FAULTHOLD's hold cells on a lab
+    WL_FAULT_EXPS = [e for e in config["workloads"]["experiments"] if _WL_DOC["experiments"][e].get("faults")]
 try:
     WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=WL_FAULT_EXPS,
                                     repetitions=config["workloads"]["repetitions"])

@@ -291,3 +291,59 @@ def test_a_verdict_from_one_run_says_so(tmp_path):
     assert v[("F2", "kafka")]["verdict"] == "supported (1 run)" and v[("F2", "kafka")]["interval"] == "40"
     assert v[("F3", "kafka")]["verdict"] == "not observed in 1 runs" and v[("F3", "kafka")]["n"] == 1
     assert v[("F1", "kafka")]["verdict"] == "not tested" and v[("F1", "kafka")]["interval"] is None
+
+
+def _timeline(doc, lost_at=(), errors_at=(), hold=True):
+    """Give a fault_doc a timeline as workloads/faultrun.py writes it: 30 s at 2 000 msg/s from t0 = 1 000 000 s."""
+    t0 = 1_000_000.0
+    x = doc["x-streambench"]
+    x["measurementStartTime"] = "1970-01-12T13:46:40+00:00"  # t0
+    x["fault"].update(leaderBefore="kafka-2", leaderAfter="kafka-1")
+    per = [{"s": s, "sent": RATE, "acked": 0 if 8 <= s < 12 else RATE, "errors": 50 if s in errors_at else 0,
+            "lost": 900 if s in lost_at else 0} for s in range(30)]
+    ev = [{"event": "ready"}, {"event": "struck", "t": t0 + 5.2, "targets": ["kafka-2"]},
+          {"event": "healed", "t": t0 + 25.2} if hold else {"event": "restarted", "t": t0 + 8.2, "nodes": ["kafka-2"]},
+          {"event": "back", "t": t0 + 25.3}, {"event": "exited"}]
+    x["faultTimeline"] = {"events": ev, "slowMs": 1000, "unflushedAtEnd": 0, "perSecond": per}
+    return doc
+
+
+def test_the_timeline_draws_the_run_of_each_fault_that_lost_most_with_its_schedule_and_leaders(tmp_path):
+    raw = tmp_path / "raw"
+    write(raw, "kafka", "L4", "partition-leader", 1, _timeline(fault_doc("partition-leader", 900, seed=1), (6,)))
+    write(raw, "kafka", "L4", "partition-leader", 2,
+          _timeline(fault_doc("partition-leader", 1800, seed=2), (6, 7), errors_at=(9,)))
+    write(raw, "kafka", "L1", "partition-leader", 1, _timeline(fault_doc("partition-leader", 0, seed=3)))
+    write(raw, "kafka", "L4", "kill-leader", 1, _timeline(fault_doc("kill-leader", 0, seed=4), hold=False))
+    write(raw, "kafka", "L4", "crash-all", 1, fault_doc("crash-all", 7, seed=5))  # older result: no timeline
+    runs = faults.read_runs(raw)
+    assert runs.filter(runs["fault"] == "kill-leader")["leader_after"].to_list() == ["kafka-1"]
+    chosen = faults.timeline_runs(runs, "local")
+    assert [(r["fault"], r["repetition"], r["lost"]) for r in chosen] == [("kill-leader", 1, 0),
+                                                                         ("partition-leader", 2, 1800)]
+    # a hold's heal and the cluster serving again 0.1 s later share one rule (two labels there would overlap)
+    assert {e["event"]: e["t_s"] for e in chosen[1]["events"]} == {"strike": 5.2, "heal, serving": 25.2}
+    assert {e["event"] for e in chosen[0]["events"]} == {"strike", "restart", "serving"}
+    figs = tmp_path / "figs"
+    assert faults.main(["--raw", str(raw), "--testbed", "local", "--tables", str(tmp_path / "t"), "--figures",
+                        str(figs), "--png-scale", "1"]) == 0
+    svg = (figs / "faults-timeline.svg").read_text()
+    for word in ("partition-leader: kafka L4, repetition 2, 1800 lost", "leader kafka-2 before, kafka-1 after", "strike", "heal",
+                 "restart", "serving", "publish errors /s", "lost (by send second)"):
+        assert word in svg, word
+    assert "crash-all" not in svg  # its one run has no timeline
+    assert _overlapping_words(figs / "faults-timeline.pdf") == []
+    assert "second by second" in json.loads((figs / "faults-timeline.json").read_text())["caption"]
+    # another testbed, none with a timeline: the figure says so
+    assert faults.main(["--raw", str(raw), "--testbed", "lab", "--tables", str(tmp_path / "t2"), "--figures",
+                        str(tmp_path / "f2"), "--png-scale", "1"]) == 0
+    assert "no fault run with a timeline" in (tmp_path / "f2" / "faults-timeline.svg").read_text()
+
+
+def test_a_malformed_timeline_names_the_file_and_the_field(tmp_path):
+    doc = _timeline(fault_doc("partition-leader", 0, seed=1))
+    doc["x-streambench"]["faultTimeline"]["perSecond"][3]["acked"] = -1
+    p = write(tmp_path, "kafka", "L1", "partition-leader", 1, doc)
+    with pytest.raises(InputError, match=r"perSecond\[3\].acked': not a count: -1") as e:
+        faults.timeline_runs(faults.read_runs(tmp_path), "local")
+    assert e.value.path == str(p)

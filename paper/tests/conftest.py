@@ -53,7 +53,7 @@ FAKE_VARIABLES = {
                  "maxtput_measured": "local: not measured at this scale; aws: not measured at this scale",
                  "latency_measured": "local: not measured at this scale; aws: not measured at this scale"},
         "faults": {k: "local: not measured at this scale; aws: not measured at this scale"
-                   for k in ("runs", "F1", "F2", "F3")},
+                   for k in ("runs", "F1", "F2", "F3", "F3h", "F4")},
     },
     "derived": {k: 1.5 for k in [
         "maxtput_100p_2prod_sync_kafka_ack_all_mibps", "maxtput_100p_2prod_sync_pulsar_ack_2_mibps",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from workloads import faultrun, plan, summary
-from workloads.faultrun import Audit, verdict
+from workloads.faultrun import Audit, per_second, verdict
 from workloads.tests.planfix import CATALOG, doc_with
 
 
@@ -78,6 +78,12 @@ def test_shipped_fault_experiments_and_ci_expectations():
     assert {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local") if r.fault} == claims
     # aws plans no fault run: the injector reaches one host only
     assert not [r for r in plan.expand(doc, CATALOG, "aws") if r.fault]
+    # the hold faults judge F3 and F4: 10 cycles per cell on the ci scale the lab uses (whose other fault cells run
+    # twice), and a config's repetitions still beat the experiment's
+    held = plan.expand(doc, CATALOG, "ci", only=["E000-FAULTHOLD"])
+    assert {r.rep for r in held} == set(range(1, 11)) and {r.fault for r in held} == set(plan.HOLD_FAULTS)
+    assert {r.rep for r in plan.expand(doc, CATALOG, "ci", only=["E000-FAULTCI"])} == {1, 2}
+    assert {r.rep for r in plan.expand(doc, CATALOG, "ci", only=["E000-FAULTHOLD"], repetitions=3)} == {1, 2, 3}
     ci = [r for r in plan.expand(doc, CATALOG, "ci") if r.fault]
     assert {plan.expectation(doc, "ci", r) for r in ci} == {"zero", "some"}
     assert all(r.workload_id.endswith("--" + r.fault) for r in grid)
@@ -333,3 +339,19 @@ def test_kafka_leader_waits_for_a_broker_that_knows_the_topic(monkeypatch):
     monkeypatch.setattr(faultrun.time, "monotonic", iter(range(0, 1000, 7)).__next__)
     with pytest.raises(faultrun.CellFailure, match="no leader for every partition"):
         c.leader("t")
+
+
+def test_per_second_counts_sends_acks_errors_and_the_lost_by_the_second_they_were_sent():
+    a = Audit(10)
+    # 0-3 sent at 100.2, acked at 100.5; 4-5 sent at 101.1, failed at 102.9; 6-7 sent at 101.5, acked at 103.0
+    for i, (sent, done, ok) in enumerate([(100.2, 100.5, True)] * 4 + [(101.1, 102.9, False)] * 2
+                                         + [(101.5, 103.0, True)] * 2):
+        a.sent[i], a.done[i], a.state[i] = sent, done, Audit.OK if ok else Audit.FAILED
+    a.sent[8], a.state[8] = 101.9, Audit.PENDING  # never answered: counted as sent only
+    a.count = 9
+    rows = per_second(a, [0, 1, 2, 3, 6], 100.0)  # 7 acknowledged but never read back: lost, at its send second
+    assert rows == [{"s": 0, "sent": 4, "acked": 4, "errors": 0, "lost": 0},
+                    {"s": 1, "sent": 5, "acked": 0, "errors": 0, "lost": 1},
+                    {"s": 2, "sent": 0, "acked": 0, "errors": 2, "lost": 0},
+                    {"s": 3, "sent": 0, "acked": 2, "errors": 0, "lost": 0}]
+    assert sum(r["sent"] for r in rows) == a.count and per_second(Audit(3), [], 0.0) == []
