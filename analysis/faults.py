@@ -255,6 +255,7 @@ def cells(runs: pl.DataFrame, testbed: str) -> list[dict]:
 def to_md_widths(cols, rows, widths) -> str:
     """report.to_md with relative column widths: long cells (claims, evidence) wrap in their own wide column."""
     lines = to_md(cols, rows).split("\n")
+    widths = list(widths[:len(cols)]) + [widths[-1]] * (len(cols) - len(widths))  # e.g. the hold faults' columns
     lines[1] = "|" + "|".join("-" * (3 * w) for w in widths) + "|"
     return "\n".join(lines)
 
@@ -357,8 +358,10 @@ CLAIMS = [
     # issue 31: the leader cut off or stopped while its clients still reach it; rows only where such cells exist
     ("F3h", "ack-1 levels can lose acknowledged writes when the leader is held apart (partition or pause)",
      lambda c: c["ack"] == "ack-1" and c["fault"] in HOLD_FAULTS, _existential),
-    ("F4", "ack-2 levels (acks=all with min.insync.replicas=2; ack quorum 2) lose nothing when the leader is "
-     "partitioned", lambda c: c["ack"] == "ack-2" and c["fault"] == "partition-leader", _universal),
+    # L1 only: acks=all with min.insync.replicas=2 (Kafka), ack quorum 2 (Pulsar), as the issue states the claim; L2
+    # has the same replication but runs on no testbed with hosts (the lab uses the ci scale's levels)
+    ("F4", "L1 (acks=all with min.insync.replicas=2; ack quorum 2) loses nothing when the leader is partitioned",
+     lambda c: c["level"] == "L1" and c["fault"] == "partition-leader", _universal),
 ]
 
 

@@ -184,10 +184,10 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     if left:
         raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
     _remove_login_user(lab_id, log)
-    # the ssh control sockets Ansible kept for this lab's inventory: their masters ran in the controller's namespace
-    # (killed above), their directory stays in /tmp
-    from .remote import control_path_dir
-    shutil.rmtree(control_path_dir("lab", lab_id, d / "inventory.json"), ignore_errors=True)
+    # the ssh control sockets Ansible kept for this lab's inventories (its own and any copy, e.g. the workflow's):
+    # their masters ran in the controller's namespace (killed above), their directories stay in /tmp
+    from .remote import remove_control_dirs
+    remove_control_dirs("lab", lab_id)
     if d.exists() and not keep_dir:
         shutil.rmtree(d)
     if killed:

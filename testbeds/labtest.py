@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import deploy, lab
 from .inventory import load
-from .remote import control_path_dir
+from .remote import control_path_dirs
 from workloads.plan import HOLD_FAULTS
 from .util import TestbedError, root
 
@@ -121,9 +121,7 @@ def leftovers(state: dict) -> list[str]:
     """What of the lab still exists: namespaces, sshd processes, processes in its namespaces, the ssh control
     sockets' directory, what its JVMs put in /tmp."""
     out = [f"namespace {n}" for n in lab.netns_list() if n.startswith(f"{lab.PREFIX}-{state['id']}-")]
-    cp = control_path_dir("lab", state["id"], lab.lab_dir(state["id"]) / "inventory.json")
-    if cp.exists():
-        out.append(f"ssh control directory {cp}")
+    out += [f"ssh control directory {cp}" for cp in control_path_dirs("lab", state["id"])]
     out += [f"/tmp/{n}" for n in sorted(tmp_entries() - state.get("tmp", set()))]
     for pid in state.get("pids", []):
         if Path(f"/proc/{pid}").exists():

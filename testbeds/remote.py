@@ -9,7 +9,9 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import shlex
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -215,6 +217,20 @@ def ansible_env(inv: Inventory) -> dict[str, str]:
 def control_path_dir(testbed: str, tid: str, inv_path: Path) -> Path:
     """The directory of Ansible's ssh control sockets for one testbed instance (its inventory file)."""
     return Path(f"/tmp/sb-cp-{testbed}-{tid}-{hashlib.sha1(str(Path(inv_path).resolve()).encode()).hexdigest()[:8]}")
+
+
+def control_path_dirs(testbed: str, tid: str) -> list[Path]:
+    """Every control-socket directory of the instance `tid`, whichever copy of its inventory Ansible was given (the
+    lab's own, the workflow's data/runs/<testbed>/testbed/inventory.json, a test's): by its exact id, never a
+    broader name."""
+    pat = re.compile(rf"sb-cp-{re.escape(testbed)}-{re.escape(tid)}-[0-9a-f]{{8}}")
+    return sorted(p for p in Path("/tmp").glob(f"sb-cp-{testbed}-{tid}-*") if pat.fullmatch(p.name))
+
+
+def remove_control_dirs(testbed: str, tid: str) -> None:
+    """Remove what control_path_dirs finds (the masters that used them are gone with the instance's hosts)."""
+    for d in control_path_dirs(testbed, tid):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def playbook(inv: Inventory, name: str, extra: dict[str, Any] | None = None, *, log: Path,

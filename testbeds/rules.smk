@@ -16,6 +16,7 @@ TB_TESTBED = config["testbed"]
 TB_LAB = config["testbeds"]["lab"]
 TESTBED_READY = []          # every benchmark run waits for these (TESTBED_RUN_INPUTS below)
 TESTBED_ON_ERROR = []       # workloads/rules.smk's onerror calls these after stopping the cluster
+TESTBED_ON_SUCCESS = []     # and its onsuccess these: hosts that a target other than `all` left up
 
 TB_HOSTS = config["testbeds"].get("hosts") or {}
 if TB_TESTBED == "hosts" and not os.path.isfile(TB_HOSTS.get("inventory") or ""):
@@ -42,6 +43,15 @@ if TB_TESTBED == "lab":
         shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED}")
 
     TESTBED_ON_ERROR.append(_tb_lab_down)
+
+    def _tb_lab_down_if_up(clusters):
+        # `all` took the lab down in testbed_lab_down (and removed the inventory); a narrower target (`faults`, one
+        # experiment) did not: its cluster, namespaces, sshds and login user do not outlive the workflow either
+        if os.path.exists(TB_INVENTORY):
+            shell(f"python -m workloads.run --clusters {clusters} --down-all || true")
+            _tb_lab_down()
+
+    TESTBED_ON_SUCCESS.append(_tb_lab_down_if_up)
 
     rule testbed_lab_up:
         """The lab's namespaces, bridge and per-host sshd; its inventory."""

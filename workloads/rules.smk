@@ -256,6 +256,12 @@ rule experiment:
         " --testbed {params.testbed} --experiment {wildcards.exp} --out {output} >> {log} 2>&1"
 
 
+onsuccess:
+    # nor do a multi-host testbed's hosts outlive a target other than `all` (which has its own teardown rules)
+    for _tb_hook in globals().get("TESTBED_ON_SUCCESS", []):
+        _tb_hook(f"{WL_RUNS_DIR}/clusters")
+
+
 onerror:
     # no broker outlives a failed or interrupted workflow
     shell(f"python -m workloads.run --clusters {WL_RUNS_DIR}/clusters --down-all || true")

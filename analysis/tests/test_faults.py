@@ -332,6 +332,9 @@ def test_the_timeline_draws_the_run_of_each_fault_that_lost_most_with_its_schedu
                  "restart", "serving", "publish errors /s", "lost (by send second)"):
         assert word in svg, word
     assert "crash-all" not in svg  # its one run has no timeline
+    # the grid's table grows the hold faults' columns, and its separator row with them
+    head, sep = (tmp_path / "t" / "faults.md").read_text().splitlines()[:2]
+    assert head.endswith("| partition-leader |") and head.count("|") == sep.count("|") == 11  # 10 columns
     assert _overlapping_words(figs / "faults-timeline.pdf") == []
     assert "second by second" in json.loads((figs / "faults-timeline.json").read_text())["caption"]
     # another testbed, none with a timeline: the figure says so

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import jsonschema
 from testbeds import hooks
 from testbeds.aws import plan
 from testbeds.aws.plan import ROOT, AwsError
+from testbeds.remote import control_path_dir, remove_control_dirs
 
 HERE = Path(__file__).resolve().parent
 INVENTORY_SCHEMA = ROOT / "testbeds" / "inventory.schema.json"
@@ -376,6 +378,10 @@ def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None,
     session = plan.check_credentials(aws["region"])
     placement = uses_placement(aws)
     mark_torn_down(rid, fleet, fleets_dir)
+    if fleet is None:  # the whole run: Ansible's ssh control-socket directories of its fleets' inventories too
+        remove_control_dirs("aws", rid)
+    else:  # that fleet's only: the other fleets of the run may still be running their playbooks
+        shutil.rmtree(control_path_dir("aws", rid, Path(fleets_dir) / fleet / "inventory.json"), ignore_errors=True)
     before = leftovers(session, rid, fleet, placement)
     if before:
         _ansible("down.yml", {"run_id": rid, "region": aws["region"], "fleet": fleet or "",

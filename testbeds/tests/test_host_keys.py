@@ -7,6 +7,7 @@ import configparser
 import json
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -139,7 +140,10 @@ def test_first_contact_with_ansible(sshd, tmp_path):
     hosts = tmp_path / "hosts.json"
     hosts.write_text(json.dumps(remote.ansible_inventory(inv)))
     env = remote.ansible_env(inv)
-    r = subprocess.run(["ansible", "server-1", "-i", str(hosts), "-m", "ansible.builtin.ping", "-o"], env=env,
-                       capture_output=True, text=True, timeout=180)
+    try:
+        r = subprocess.run(["ansible", "server-1", "-i", str(hosts), "-m", "ansible.builtin.ping", "-o"], env=env,
+                           capture_output=True, text=True, timeout=180)
+    finally:  # the control-socket directory is this inventory's (its master ends with the fixture's sshd)
+        shutil.rmtree(remote.control_path_dir(inv.testbed, inv.id, inv.path), ignore_errors=True)
     assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr
     assert known_hosts_key(Path(inv.hosts[0].ssh["knownHosts"]), sshd.port) == sshd.hostkey.with_suffix(".pub").read_text().split()[1]

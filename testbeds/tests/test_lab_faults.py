@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testbeds import lab
+from testbeds import lab, remote
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0 or not Path(lab.SSHD).exists(), reason="needs root and sshd")]
@@ -33,6 +33,8 @@ def inv(tmp_path_factory):
     finally:
         lab.down(ID, base=base, log=lambda m: None)
         assert not [n for n in lab.netns_list() if n.startswith(f"sbl-{ID}-")]
+        # the tests' inventory copies each had their own ssh control directory: down removes them all by the id
+        assert not remote.control_path_dirs("lab", ID)
 
 
 def _variant(inv: Path, name: str, mutate) -> Path:
