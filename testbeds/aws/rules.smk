@@ -67,15 +67,26 @@ if config["testbed"] == "aws":
     # each run waits for its fleet's hosts to be prepared and probed, and reaches them through its inventory
     # (workloads/run.py --inventory: clusters on the servers, runners on the clients). Ancient: when a torn-down
     # fleet is brought up again (aws_up below), the runs it already recorded are not redone.
+    def _aws_fleet_of(run):
+        """The fleet a run is planned on; a run in none (the `faults` target: the fleets' plan has no fault runs
+        yet) stops the DAG in one line naming it."""
+        try:
+            return AWS_FLEET_OF[run.key]
+        except KeyError:
+            from snakemake.exceptions import WorkflowError
+
+            raise WorkflowError(f"aws: {run.relpath('aws')} is on no fleet: the aws plan holds no fault runs yet; "
+                                "the fault grid runs on the lab (`snakemake --profile lab faults`)") from None
+
     def TESTBED_RUN_INPUTS(run):
-        fleet = AWS_FLEET_OF[run.key]
+        fleet = _aws_fleet_of(run)
         return [ancient(p) for p in (_aws_inventory(fleet), _aws_prepared(fleet), f"data/raw/aws/probes/{fleet}.json")]
 
     def TESTBED_RUN_ARGS(run):
-        return f"--inventory {_aws_inventory(AWS_FLEET_OF[run.key])}"
+        return f"--inventory {_aws_inventory(_aws_fleet_of(run))}"
 
     def TESTBED_CLUSTERS_DIR(run):  # each fleet keeps its own running cluster (workloads/run.py's current.json)
-        return f"{AWS_DIR}/{AWS_FLEET_OF[run.key]}/clusters"
+        return f"{AWS_DIR}/{_aws_fleet_of(run)}/clusters"
 
     def _aws_step(step, output, log):
         """`python -m testbeds.aws step ... -- COMMAND`: a failure tears down this fleet alone (see the top)."""

@@ -137,3 +137,16 @@ def test_the_fleet_resources_let_fleets_overlap_and_keep_each_fleet_to_one_run_a
 
     assert not overlap("r1", "r2") and not overlap("r3", "r4")  # one at a time on each fleet
     assert any(overlap(a, b) for a in ("r1", "r2") for b in ("r3", "r4"))  # the fleets side by side
+
+
+def test_the_faults_target_stops_in_one_line_naming_a_fault_run_on_no_fleet():
+    """The fleets' plan holds no fault runs yet: `snakemake -n --profile aws faults` names the first such run and
+    where the grid runs instead (it used to end in a bare KeyError from an input function)."""
+    r = subprocess.run([*SNAKEMAKE, "-n", "--profile", str(ROOT / "env/profiles/aws"), "faults"], cwd=ROOT,
+                       env=no_credentials_env(), capture_output=True, text=True, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    line = [x.strip() for x in out.splitlines() if "is on no fleet" in x]
+    assert line and re.fullmatch(r"aws: aws/\S+--[a-z-]+/rep-\d+ is on no fleet: the aws plan holds no fault runs yet; "
+                                 r"the fault grid runs on the lab \(`snakemake --profile lab faults`\)", line[0]), out[-2000:]
+    assert "KeyError" not in out
