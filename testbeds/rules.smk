@@ -40,7 +40,9 @@ if TB_TESTBED in ("lab", "hosts"):
 
 if TB_TESTBED == "lab":
     def _tb_lab_down():
-        shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED}")
+        # the probes' marker too: the runs wait for it alone, so with it left behind the next workflow would skip
+        # lab up and run against hosts that are gone (the probe results under data/raw/lab/probes stay)
+        shell(f"python -m testbeds lab down --id {TB_LAB['id']} || true; rm -f {TB_INVENTORY} {TB_PREPARED} {TB_PROBES}")
 
     TESTBED_ON_ERROR.append(_tb_lab_down)
 
