@@ -34,7 +34,7 @@ import altair as alt
 import polars as pl
 
 from . import InputError, cli, intervals as iv
-from .figures import save_chart
+from .figures import empty_chart, save_chart
 from .labels import parse_raw_path
 from .report import to_csv, to_md, write_text_atomic
 
@@ -402,8 +402,7 @@ def figure(runs: pl.DataFrame, cl: list[dict], testbed: str):
                 "and one column per system, with durability levels on the x axis and acknowledged messages lost "
                 "on a symmetric-log y axis (0, 1, 10, 100 ...); cells that were not run are labelled.")
     if not pts:
-        return alt.Chart(alt.Data(values=[{"t": "no fault runs"}])).mark_text(size=14).encode(
-            text="t:N").properties(width=420, height=60), caption, alt_text
+        return empty_chart("no fault runs"), caption, alt_text
     top = max([10, *(r["lost"] for r in mine.iter_rows(named=True))])
     ticks = [0] + [10 ** k for k in range(1, 10) if 10 ** (k - 1) < top]  # no 1: its label would sit on 0's
     x = alt.X("level:N", sort=levels, title=None, axis=alt.Axis(labelAngle=-90, labelOverlap=False))
@@ -514,8 +513,7 @@ def figure_timeline(runs: pl.DataFrame, testbed: str):
                 "traffic: acknowledgements, publish errors and lost messages, with vertical lines where the fault "
                 "struck, healed, restarted nodes and the cluster served again.")
     if not chosen:
-        return alt.Chart(alt.Data(values=[{"t": "no fault run with a timeline"}])).mark_text(size=14).encode(
-            text="t:N").properties(width=420, height=60), caption, alt_text
+        return empty_chart("no fault run with a timeline"), caption, alt_text
     color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3),
                       scale=alt.Scale(domain=[v[0] for v in TIMELINE_SERIES.values()],
                                       range=[v[1] for v in TIMELINE_SERIES.values()]))

@@ -67,8 +67,14 @@ def _rows(df: pl.DataFrame):
     return alt.Data(values=df.to_dicts())
 
 
+def empty_chart(msg: str, width: int = 420):
+    """A figure with nothing to draw: the message in its place (every study's and the fault study's figures)."""
+    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=width,
+                                                                                                  height=60)
+
+
 def _empty(msg):
-    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=400, height=60)
+    return empty_chart(msg, width=400)
 
 
 def _ceilings(d, ref):

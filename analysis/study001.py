@@ -32,7 +32,7 @@ import altair as alt
 from . import InputError, cli
 from . import intervals as iv
 from . import omb
-from .figures import save_chart
+from .figures import empty_chart as _empty, save_chart
 from .report import to_md, write_table, write_text_atomic
 
 FIGURE_IDS = ["study001-ing", "study001-dur", "study001-batch", "study001-large", "study001-tail", "study001-keys"]
@@ -282,10 +282,6 @@ def points(rows: list[dict], fid: str) -> list[dict]:
                     "default": series_of(r) in DEFAULT and r["keys"] == "keyed", "mbps": mbps,
                     "rate": min(r["study_rate"] or 0, 1e12)})
     return sorted(out, key=lambda p: (p["panel"], p["series"], p["rate"], p["x"]))
-
-
-def _empty(msg):
-    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
 
 
 def _layer(pts, rules, mbps, ytitle, panel):

@@ -33,7 +33,7 @@ import altair as alt
 
 from . import InputError, cli, omb
 from . import intervals as iv  # the claims' verdicts over repetitions
-from .figures import log_axis, save_chart
+from .figures import empty_chart as _empty, log_axis, save_chart
 from .ingest import WINDOW_S
 from .labels import parse_raw_path
 from .report import to_md, write_table, write_text_atomic
@@ -482,10 +482,6 @@ def points(rows: list[dict], pub: list[dict]) -> list[dict]:
                             "series": f"{SYSTEM_NAME.get(r['system'], r['system'])} ({r['testbed']})",
                             "system": SYSTEM_NAME.get(r["system"], r["system"]), "kind": "this testbed"})
     return pts
-
-
-def _empty(msg):
-    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
 
 
 def figure(rows: list[dict], pub: list[dict]):

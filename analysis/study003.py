@@ -29,7 +29,7 @@ import altair as alt
 
 from . import InputError, cli, intervals as iv
 from .claims import verdict, verdict_region
-from .figures import save_chart
+from .figures import empty_chart as _empty, save_chart
 from .report import write_table
 
 FIGURE_IDS = ["study003-connection-time", "study003-p99", "study003-histogram"]
@@ -220,10 +220,6 @@ def _points(pub, ours, key):
     pts += [{"consumers": r["consumers"], "value": r[key], "series": STUDY_LABEL + (
         f" [{r['bound'][key]}]" if key in r["bound"] else ""), "kind": "published"} for r in pub if r.get(key) is not None]
     return pts
-
-
-def _empty(msg):
-    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
 
 
 def _vs_consumers(pts, ytitle, target=None):

@@ -28,6 +28,7 @@ from pathlib import Path
 import altair as alt
 
 from . import InputError, intervals as iv
+from .figures import empty_chart as _empty
 from .study002 import load_runs, study_main
 
 FIGURE_IDS = ["study004-maxtput", "study004-latency"]
@@ -470,10 +471,6 @@ def values_verdict(values: dict) -> str:
 
 
 # ---------------------------------------------------------------- figures
-
-def _empty(msg):
-    return alt.Chart(alt.Data(values=[{"t": msg}])).mark_text(size=14).encode(text="t:N").properties(width=420, height=60)
-
 
 def _color(names):
     return alt.Color("configuration:N", title=None, legend=alt.Legend(orient="bottom", columns=1),
