@@ -84,15 +84,18 @@ def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = 
                 interrupt_when=interrupt_when)
 
 
+def fault_tables(ns: str) -> tuple[list[str], str | None]:
+    """The fault hooks' nftables tables (`inet sbfault_*`) in the namespace `ns`, and nft's error if it failed."""
+    from systems.faulthook import nft_path  # the same lookup the hook uses
+    r = subprocess.run(["ip", "netns", "exec", ns, nft_path() or "nft", "list", "tables"], capture_output=True,
+                       text=True, timeout=30)
+    return ([t.strip() for t in r.stdout.splitlines() if "sbfault_" in t],
+            None if r.returncode == 0 else r.stderr.strip())
+
+
 def partitioned(inv) -> bool:
     """A fault hook's nftables table is in place in some host's namespace (the partition is on)."""
-    from systems.faulthook import nft_path
-    for ns in inv.provider["netns"].values():
-        r = subprocess.run(["ip", "netns", "exec", ns, nft_path() or "nft", "list", "tables"], capture_output=True,
-                           text=True, timeout=30)
-        if "sbfault_" in r.stdout:
-            return True
-    return False
+    return any(fault_tables(ns)[0] for ns in inv.provider["netns"].values())
 
 
 def server_java(inv) -> list[str]:
@@ -137,14 +140,12 @@ def leftovers(state: dict) -> list[str]:
 def fault_leftovers(inv) -> list[str]:
     """What a fault run may not leave on the hosts while the cluster lives on: a fault hook's nftables table
     (`inet sbfault_*`) in a host's namespace, or a process still stopped (state T) by a pause."""
-    from systems.faulthook import nft_path  # the same lookup the hook uses
     out = []
     for h, ns in inv.provider["netns"].items():
-        r = subprocess.run(["ip", "netns", "exec", ns, nft_path() or "nft", "list", "tables"], capture_output=True, text=True,
-                           timeout=30)
-        if r.returncode != 0:
-            out.append(f"host {h}: nft list tables failed: {r.stderr.strip()}")
-        out += [f"host {h}: nft table '{t.strip()}'" for t in r.stdout.splitlines() if "sbfault_" in t]
+        tables, err = fault_tables(ns)
+        if err is not None:
+            out.append(f"host {h}: nft list tables failed: {err}")
+        out += [f"host {h}: nft table '{t}'" for t in tables]
         for pid in lab.netns_pids(ns):
             try:
                 st = Path(f"/proc/{pid}/stat").read_text()
