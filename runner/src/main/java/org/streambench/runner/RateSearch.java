@@ -7,8 +7,9 @@ package org.streambench.runner;
  * cold JVM, a fresh topic's first segment, a neighbour's burst) cannot decide the result.
  *
  * <p>A step is judged over seconds; the measured phase after it over the whole test. When the measured phase at the
- * settled rate does not hold, {@link #measuredPhaseFailed} lowers the settled rate by {@link #REMEASURE_FACTOR} for
- * another measured phase, a bounded number of times: the rate reported is one a whole measured phase sustained.
+ * settled rate does not hold, {@link #measuredPhaseFailed} lowers the settled rate (by {@link #REMEASURE_FACTOR}, or
+ * to below what the slowest side kept up with) for another measured phase, a bounded number of times: the rate
+ * reported is one a whole measured phase sustained.
  */
 public final class RateSearch {  // public: bench/PlainWriterLoop runs the same search
     private final int maxSteps, retries;
@@ -16,6 +17,10 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
     private double lo = 0, hi = Double.POSITIVE_INFINITY, current;
     /** the rate of a measured phase after one that did not hold, relative to that one's */
     static final double REMEASURE_FACTOR = 0.8;
+    /** the share of the rate the slowest side kept up with that the next measured phase runs at, when that is lower */
+    static final double KEPT_UP_MARGIN = 0.9;
+    /** no measured phase runs again below this share of the one that failed */
+    static final double REMEASURE_FLOOR = 0.25;
     private int steps, failuresAtCurrent, remeasures;
     private double lowered = 0;
     private boolean done;
@@ -90,19 +95,29 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
     }
 
     /**
-     * The measured phase at {@link #settled()} did not hold. Returns true, with the settled rate lowered by
-     * {@link #REMEASURE_FACTOR}, while fewer than {@code max} measured phases have been rejected; false (nothing
-     * changed) once the budget is spent.
+     * The measured phase at {@link #settled()} did not hold. Returns true, with the settled rate lowered, while fewer
+     * than {@code max} measured phases have been rejected; false (nothing changed) once the budget is spent.
+     *
+     * <p>{@code keptUp}: the rate (msg/s) the slowest of the senders, the acknowledgements and the consumers kept up
+     * with over the failed phase ({@link StepJudge#keptUpRate}; NaN: not known). The next phase runs at
+     * {@link #REMEASURE_FACTOR} of the failed rate, or at {@link #KEPT_UP_MARGIN} of {@code keptUp} when that is lower,
+     * never below {@link #REMEASURE_FLOOR} of the failed rate: a phase whose consumers kept up with only 60 % of it is
+     * not run again at 80 % to fail once more.
      */
-    boolean measuredPhaseFailed(int max) {
+    boolean measuredPhaseFailed(int max, double keptUp) {
         if (!done) throw new IllegalStateException("the search is not over");
         if (remeasures >= max) return false;
         double failed = settled();
         hi = Math.min(hi, failed);
-        lowered = Math.max(1, failed * REMEASURE_FACTOR);
+        double next = failed * REMEASURE_FACTOR;
+        if (keptUp > 0 && Double.isFinite(keptUp)) next = Math.min(next, KEPT_UP_MARGIN * keptUp);
+        lowered = Math.max(1, Math.max(REMEASURE_FLOOR * failed, next));
         remeasures++;
         return true;
     }
+
+    /** {@link #measuredPhaseFailed(int, double)} with nothing known of what kept up */
+    boolean measuredPhaseFailed(int max) { return measuredPhaseFailed(max, Double.NaN); }
 
     /** how many measured phases were rejected and run again lower */
     int remeasures() { return remeasures; }

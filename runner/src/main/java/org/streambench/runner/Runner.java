@@ -614,13 +614,15 @@ public final class Runner {
                         // a max-rate measured phase that did not hold its rate is run again lower (bounded), so the
                         // rate reported is one a whole measured phase sustained, not one a step of seconds passed
                         StepJudge.Verdict v = discovery && o.count == 1 && !w.mixed() ? judgeMeasured(measureWin, targetRate) : null;
-                        if (v != null && !v.pass && search.measuredPhaseFailed(w.discoveryRemeasures)) {
+                        double keptUp = v == null ? Double.NaN : StepJudge.keptUpRate(v, measureWin.seconds(), tailSubs());
+                        if (v != null && !v.pass && search.measuredPhaseFailed(w.discoveryRemeasures, keptUp)) {
                             ObjectNode rj = ((ArrayNode) rateDiscovery.get("rejectedMeasurements")).addObject();
                             rj.put("targetRate", settledRate);
                             rj.put("judgedSeconds", measureWin.seconds());
                             rj.put("sendRate", v.sendRate);
                             rj.put("inFlightGrowth", v.inFlightGrowth);
                             rj.put("backlogGrowth", v.backlogGrowth);
+                            if (Double.isFinite(keptUp)) rj.put("keptUpRate", keptUp); else rj.putNull("keptUpRate");
                             rj.put("publishDelayP99Micros", v.delayP99Micros);
                             ArrayNode why = rj.putArray("reasons");
                             v.reasons.forEach(why::add);

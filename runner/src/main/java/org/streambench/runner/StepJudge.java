@@ -72,6 +72,19 @@ public final class StepJudge {  // public: bench/PlainWriterLoop judges its step
         return v;
     }
 
+    /**
+     * The rate (msg/s) the slowest side kept up with over a judged window of {@code seconds}: the send rate, less the
+     * in-flight growth per second (the acknowledgements' rate) and the backlog growth per subscription per second
+     * (the consumers' rate), whichever is lowest. NaN for an empty window.
+     */
+    public static double keptUpRate(Verdict v, double seconds, int subs) {
+        if (!(seconds > 0)) return Double.NaN;
+        double r = v.sendRate;
+        if (v.inFlightGrowth > 0) r = Math.min(r, v.sendRate - v.inFlightGrowth / seconds);
+        if (subs > 0 && v.backlogGrowth > 0) r = Math.min(r, v.sendRate - v.backlogGrowth / (subs * seconds));
+        return r;
+    }
+
     /** least-squares slope per sample of y over its index (0 for fewer than 2 samples) */
     static double trend(long[] y) {
         int n = y.length;

@@ -135,6 +135,41 @@ class DiscoveryTest {
         assertEquals(32_000, none.settled(), 1e-9);
     }
 
+    @Test
+    void aMeasuredPhaseWhoseConsumersKeptUpWithLessIsRunAgainBelowWhatTheyKeptUpWith() {
+        // the steps pass 64 000 msg/s; over the whole phase the consumers kept up with 30 000: the next phase runs at
+        // 90 % of that, not at 80 % of 64 000 (51 200, which would fail again)
+        RateSearch s = new RateSearch(4000, 6, 1);
+        run(s, r -> r <= 64_000);
+        assertEquals(64_000, s.settled(), 1e-9);
+        assertTrue(s.measuredPhaseFailed(2, 30_000));
+        assertEquals(27_000, s.settled(), 1e-9);
+        // what kept up above 80 % changes nothing; NaN (not known) neither
+        assertTrue(s.measuredPhaseFailed(3, 26_000));
+        assertEquals(21_600, s.settled(), 1e-9);
+        assertTrue(s.measuredPhaseFailed(4, Double.NaN));
+        assertEquals(17_280, s.settled(), 1e-9);
+        // a side that kept up with almost nothing does not drop the rate below a quarter of the failed one
+        assertTrue(s.measuredPhaseFailed(5, 100));
+        assertEquals(4_320, s.settled(), 1e-9);
+        assertFalse(s.measuredPhaseFailed(4, 100), "the budget is spent");
+    }
+
+    @Test
+    void whatKeptUpIsTheSlowestOfSendsAcksAndConsumers() {
+        StepJudge.Verdict v = new StepJudge.Verdict();
+        v.sendRate = 40_000;
+        assertEquals(40_000, StepJudge.keptUpRate(v, 10, 1), 1e-9, "nothing grew: the send rate");
+        v.inFlightGrowth = 50_000; // 5 000 msg/s more sent than acknowledged
+        assertEquals(35_000, StepJudge.keptUpRate(v, 10, 1), 1e-9);
+        v.backlogGrowth = 200_000; // over 2 subscriptions: each fell behind by 10 000 msg/s
+        assertEquals(30_000, StepJudge.keptUpRate(v, 10, 2), 1e-9);
+        v.inFlightGrowth = -1_000; // shrinking in-flight sends are no bound
+        v.backlogGrowth = 0;
+        assertEquals(40_000, StepJudge.keptUpRate(v, 10, 2), 1e-9);
+        assertTrue(Double.isNaN(StepJudge.keptUpRate(v, 0, 1)), "an empty window tells nothing");
+    }
+
     private static long[] flat(int n, long v) {
         long[] a = new long[n];
         java.util.Arrays.fill(a, v);
