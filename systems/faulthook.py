@@ -12,15 +12,20 @@ line, and reads one JSON event per line from their stdout:
   back S|all     {"event": "back", "t"}    the targets of stage S (all: every target) listen on their ports
   isolate A,B    {"event": "isolated", "t", "peers"}   this host drops every packet to and from the addresses A, B
                  (a network partition: one nftables table of its own in the host's network namespace)
-  heal           {"event": "healed", "t"}  the partition's table removed
+  isolate-all    {"event": "isolated", "t", "peers": "all", "keep"}   this host drops every packet that is not on its
+                 loopback, its clients' included, but for its own ssh server's port (the hook's control channel:
+                 the port of SSH_CONNECTION; none when the hook was not started over ssh)
+  throttle K     {"event": "throttled", "t", "devices", "kbit"}  a token bucket (tc tbf) of K kbit/s on the egress of
+                 every interface of this host but loopback (a slow link); root qdiscs of this cluster's handle
+  heal           {"event": "healed", "t"}  the partition's table removed, the token buckets removed
   pause          {"event": "paused", "t", "targets"}   SIGSTOP of every target's process group (a stall: a long GC
                  pause, a frozen VM); its sockets stay open
   resume         {"event": "resumed", "t"} SIGCONT of the same
   any failure    {"event": "failed", "node", "error", "logTail"}, then the hook exits 1
 
 Whatever ends the hook (end of its input, a failure, SIGTERM, SIGINT, SIGHUP), it heals its partition and resumes
-what it paused before it exits. `heal RUNDIR` as a command of its own removes the partition table of RUNDIR's cluster
-on this host (testbeds' cluster down runs it: a hook killed with SIGKILL cannot).
+what it paused before it exits. `heal RUNDIR` as a command of its own removes the partition table and the token
+buckets of RUNDIR's cluster on this host (testbeds' cluster down runs it: a hook killed with SIGKILL cannot).
 
     python -m systems.faulthook --rundir RUNDIR --targets n1,n2 --restart-deadline S [--power-loss]
     python -m systems.faulthook heal RUNDIR
@@ -136,6 +141,15 @@ class Hook:
         self.net.isolate(peers)
         say(event="isolated", t=time.time(), peers=peers)
 
+    def isolate_all(self) -> None:
+        keep = ssh_server_port()
+        self.net.isolate_all([keep] if keep else [])
+        say(event="isolated", t=time.time(), peers="all", keep=[keep] if keep else [])
+
+    def throttle(self, kbit: int) -> None:
+        devs = self.net.throttle(kbit)
+        say(event="throttled", t=time.time(), devices=devs, kbit=kbit)
+
     def heal(self) -> None:
         self.net.heal()
         say(event="healed", t=time.time())
@@ -176,6 +190,51 @@ def partition_ruleset(table: str, peers: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def isolate_all_ruleset(table: str, keep_ports: list[int]) -> str:
+    """One inet table: every packet dropped but on loopback (the host's own nodes talk over it) and TCP to and from
+    the local ports kept (the ssh server's: the fault hook's own control channel), in both directions."""
+    ports = sorted({int(p) for p in keep_ports})
+    if any(not 0 < p < 65536 for p in ports):
+        raise ValueError(f"a kept port out of range: {ports}")
+    keep_in = f" tcp dport {{ {', '.join(map(str, ports))} }} accept;" if ports else ""
+    keep_out = f" tcp sport {{ {', '.join(map(str, ports))} }} accept;" if ports else ""
+    return "\n".join([
+        f"table inet {table} {{",
+        f'  chain input {{ type filter hook input priority -10; policy drop; iif "lo" accept;{keep_in} }}',
+        f'  chain output {{ type filter hook output priority -10; policy drop; oif "lo" accept;{keep_out} }}',
+        "}"]) + "\n"
+
+
+def ssh_server_port() -> int | None:
+    """The local port of the ssh connection this process was started over (SSH_CONNECTION), or None."""
+    parts = os.environ.get("SSH_CONNECTION", "").split()
+    try:
+        return int(parts[3]) if len(parts) == 4 else None
+    except ValueError:
+        return None
+
+
+def qdisc_handle(rundir: Path | str) -> str:
+    """The tc handle of a cluster's token buckets on a host (`MAJOR:`), by its run directory like the nft table."""
+    major = int(hashlib.sha1(os.path.normpath(str(rundir)).encode()).hexdigest()[:4], 16) % 0xfffd + 1
+    return f"{major:x}:"
+
+
+def tbf_args(kbit: int) -> list[str]:
+    """A token bucket of `kbit` kbit/s: a burst of 10 ms of the rate (at least 10 KB: a jumbo frame of EC2's 9001-byte
+    MTU must fit, or it would never pass), a queue of 200 ms of it (at least two bursts): past that, packets are
+    dropped as at a saturated link."""
+    if not isinstance(kbit, int) or isinstance(kbit, bool) or kbit <= 0:
+        raise ValueError(f"a token-bucket rate must be a positive number of kbit/s, not {kbit!r}")
+    burst = max(10240, kbit * 1000 // 8 // 100)
+    limit = max(2 * burst, kbit * 1000 // 8 // 5)
+    return ["tbf", "rate", f"{kbit}kbit", "burst", str(burst), "limit", str(limit)]
+
+
+def tc_path() -> str | None:
+    return shutil.which("tc") or next((p for p in ("/usr/sbin/tc", "/sbin/tc") if os.path.exists(p)), None)
+
+
 def nft_path() -> str | None:
     """nft on this host (a login user's PATH may lack /usr/sbin), or None."""
     return shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
@@ -186,7 +245,9 @@ class Net:
 
     def __init__(self, rundir: Path):
         self.table = table_name(rundir)
+        self.handle = qdisc_handle(rundir)
         self.on = False
+        self.shaped: list[str] = []
 
     @staticmethod
     def nft(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -211,7 +272,52 @@ class Net:
             self.heal()
             raise HookError("-", f"isolate: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
 
+    def isolate_all(self, keep_ports: list[int]) -> None:
+        if self.on:
+            raise HookError("-", f"isolate-all: table {self.table} is in place already (heal first)")
+        try:
+            rules = isolate_all_ruleset(self.table, keep_ports)
+        except ValueError as e:
+            raise HookError("-", f"isolate-all: {e}") from None
+        self.on = True
+        r = self.nft(["-f", "-"], rules)
+        if r.returncode != 0:
+            self.heal()
+            raise HookError("-", f"isolate-all: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
+
+    @staticmethod
+    def tc(args: list[str]) -> subprocess.CompletedProcess:
+        exe = tc_path()
+        if exe is None:
+            raise HookError("-", "tc not found on this host (Debian/Ubuntu package iproute2)")
+        cmd = [exe, *args]
+        if os.geteuid() != 0:
+            cmd = ["sudo", "-n", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+    def throttle(self, kbit: int) -> list[str]:
+        if self.shaped:
+            raise HookError("-", f"throttle: token buckets {self.handle} are in place already (heal first)")
+        try:
+            spec = tbf_args(kbit)
+        except ValueError as e:
+            raise HookError("-", f"throttle: {e}") from None
+        devs = [d for d in os.listdir("/sys/class/net") if d != "lo"]
+        if not devs:
+            raise HookError("-", "throttle: this host has no interface but loopback")
+        for d in sorted(devs):
+            self.shaped.append(d)  # first: one added by a call that then timed out is still removed
+            r = self.tc(["qdisc", "add", "dev", d, "root", "handle", self.handle, *spec])
+            if r.returncode != 0:
+                self.shaped.pop()
+                self.heal()
+                raise HookError("-", f"throttle: tc refused a token bucket on {d}: {r.stderr.strip() or r.returncode}")
+        return sorted(devs)
+
     def heal(self) -> None:
+        if self.shaped:
+            remove_qdiscs(self.handle, self.tc)
+            self.shaped = []
         if not self.on:
             return
         remove_table(self.table, self.nft)
@@ -227,6 +333,22 @@ def remove_table(table: str, nft=Net.nft) -> bool:
     if r.returncode != 0:
         raise HookError("-", f"heal: nft could not delete table inet {table}: {r.stderr.strip()}")
     return True
+
+
+def remove_qdiscs(handle: str, tc=Net.tc) -> list[str]:
+    """Delete the root qdisc of every interface whose handle is `handle` (this cluster's token buckets), leaving any
+    other alone; the interfaces it was removed from."""
+    out = []
+    for d in sorted(os.listdir("/sys/class/net")):
+        r = tc(["qdisc", "show", "dev", d, "root"])
+        if r.returncode != 0 or not any(line.split()[2:3] == [handle] for line in r.stdout.splitlines()
+                                        if line.startswith("qdisc ")):
+            continue
+        r = tc(["qdisc", "del", "dev", d, "root", "handle", handle])
+        if r.returncode != 0:
+            raise HookError("-", f"heal: tc could not delete the token bucket {handle} on {d}: {r.stderr.strip()}")
+        out.append(d)
+    return out
 
 
 class HookError(RuntimeError):
@@ -247,10 +369,11 @@ def main(argv=None) -> int:
             return 2
         try:
             removed = remove_table(table_name(argv[1]))
+            unshaped = remove_qdiscs(qdisc_handle(argv[1])) if tc_path() else []
         except HookError as e:
             print(e.error, file=sys.stderr)
             return 1
-        say(event="healed", removed=removed)
+        say(event="healed", removed=removed, unshaped=unshaped)
         return 0
     ap = argparse.ArgumentParser(prog="faulthook", description=__doc__.splitlines()[0])
     ap.add_argument("--rundir", type=Path, required=True)
@@ -282,6 +405,10 @@ def main(argv=None) -> int:
                           end if end is not None else time.monotonic() + a.restart_deadline)
             elif cmd[0] == "isolate" and len(cmd) == 2:
                 hook.isolate([x for x in cmd[1].split(",") if x])
+            elif cmd[0] == "isolate-all" and len(cmd) == 1:
+                hook.isolate_all()
+            elif cmd[0] == "throttle" and len(cmd) == 2 and cmd[1].isdigit():
+                hook.throttle(int(cmd[1]))
             elif cmd[0] == "heal":
                 hook.heal()
             elif cmd[0] == "pause":

@@ -137,15 +137,29 @@ def leftovers(state: dict) -> list[str]:
     return out
 
 
+def fault_qdiscs(ns: str) -> tuple[list[str], str | None]:
+    """The token buckets (tc tbf, a slow link's) in the namespace `ns`, and tc's error if it failed."""
+    from systems.faulthook import tc_path
+    r = subprocess.run(["ip", "netns", "exec", ns, tc_path() or "tc", "qdisc", "show"], capture_output=True,
+                       text=True, timeout=30)
+    return ([q.strip() for q in r.stdout.splitlines() if q.startswith("qdisc tbf ")],
+            None if r.returncode == 0 else r.stderr.strip())
+
+
 def fault_leftovers(inv) -> list[str]:
     """What a fault run may not leave on the hosts while the cluster lives on: a fault hook's nftables table
-    (`inet sbfault_*`) in a host's namespace, or a process still stopped (state T) by a pause."""
+    (`inet sbfault_*`) or token bucket (tc tbf) in a host's namespace, or a process still stopped (state T) by a
+    pause."""
     out = []
     for h, ns in inv.provider["netns"].items():
         tables, err = fault_tables(ns)
         if err is not None:
             out.append(f"host {h}: nft list tables failed: {err}")
         out += [f"host {h}: nft table '{t}'" for t in tables]
+        qdiscs, err = fault_qdiscs(ns)
+        if err is not None:
+            out.append(f"host {h}: tc qdisc show failed: {err}")
+        out += [f"host {h}: token bucket '{q}'" for q in qdiscs]
         for pid in lab.netns_pids(ns):
             try:
                 st = Path(f"/proc/{pid}/stat").read_text()

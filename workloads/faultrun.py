@@ -24,6 +24,10 @@ the leader, drawn from the seed), crash-all (every server process), power-loss (
 write not fsynced is dropped from the faultfs mounts under the nodes' data directories, systems.faultfs.drop_all).
 Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the nodes start again from their pid
 files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
+The hold faults (plan.HOLD_FAULTS; hosts of their own only) strike the leader without killing it and end after
+`downSeconds`: partition-leader (its host cut off from the other server hosts, nftables), partition-minority (cut
+off from every host, its clients included, but its ssh port), pause-leader (SIGSTOP, then SIGCONT) and
+slow-link-leader (a token bucket of slowLinkKbit on its host's egress, tc tbf).
 
 The strike comes from the fault hooks (systems/faulthook.py: one per host holding targets, on this machine one
 process, on an inventory's hosts one over ssh each) started with the cycle, their imports done, waiting on their
@@ -498,7 +502,7 @@ def partition_peers(cluster: dict, names: list[str]) -> dict[str, list[str]]:
 
 def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
     nodes = server_nodes(cluster)
-    if fault in ("kill-leader", "partition-leader", "pause-leader"):
+    if fault in ("kill-leader", "partition-leader", "pause-leader", "partition-minority", "slow-link-leader"):
         return [leader]
     if fault in ("crash-all", "power-loss"):
         return [n["name"] for n in nodes]
@@ -579,14 +583,17 @@ class Hook:
     there); Kafka's nodes all at once."""
 
     def __init__(self, cluster: dict, names: list[str], down: float, power_loss: bool, deadline: float, log: Path,
-                 inventory: str | None = None, hold: str | None = None, peers: dict[str, list[str]] | None = None):
-        """hold: None (kill -9 and restart), "pause" (SIGSTOP, SIGCONT after `down`) or "partition" (each target's
-        host cut off from peers[host] for `down`, then healed)."""
+                 inventory: str | None = None, hold: str | None = None, peers: dict[str, list[str]] | None = None,
+                 kbit: int | None = None):
+        """hold: None (kill -9 and restart), "pause" (SIGSTOP, SIGCONT after `down`), "partition" (each target's
+        host cut off from peers[host] for `down`, then healed), "isolate-all" (each target's host cut off from every
+        other host, its clients included) or "throttle" (a token bucket of `kbit` kbit/s on each target's host's
+        egress)."""
         from testbeds import hooks
 
         by_name = {n["name"]: n for n in cluster["nodes"]}
         self.down, self.deadline, self.power_loss = down, deadline, power_loss
-        self.hold, self.peers = hold, peers or {}
+        self.hold, self.peers, self.kbit = hold, peers or {}, kbit
         self.log = open(log, "a")
         self.stage_of = {n: int(by_name[n].get("stopStage", 0)) for n in names}
         groups: dict[str, list[str]] = {}
@@ -683,16 +690,20 @@ class Hook:
         """A pause or a partition: begun on every target's host, held `down` seconds, ended on every host. The
         timeline gets struck (begun), healed (ended) and back (restarted = the end: the verdict's recovery runs
         from it)."""
-        begin, begun, end_cmd, ended = (("pause", "paused", "resume", "resumed") if self.hold == "pause" else
-                                        (None, "isolated", "heal", "healed"))
+        begin, begun, end_cmd, ended = {
+            "pause": ("pause", "paused", "resume", "resumed"),
+            "partition": (None, "isolated", "heal", "healed"),
+            "isolate-all": ("isolate-all", "isolated", "heal", "healed"),
+            "throttle": (f"throttle {self.kbit}", "throttled", "heal", "healed")}[self.hold]
         for h in hosts:
             self.procs[h].send(begin or f"isolate {','.join(self.peers[h])}")
         evs = self._all(hosts, begun, pos, time.monotonic() + 60)
         if evs is None:
             return
         t = min(e["t"] for e in evs)
-        self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]], hold=self.hold,
-                   **({"peers": self.peers} if self.hold == "partition" else {}))
+        extra = ({"peers": self.peers} if self.hold == "partition" else {"kbit": self.kbit} if self.hold == "throttle"
+                 else {"keep": {h: e.get("keep", []) for h, e in zip(hosts, evs)}} if self.hold == "isolate-all" else {})
+        self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]], hold=self.hold, **extra)
         time.sleep(max(0.0, t + self.down - time.time()))
         for h in hosts:
             self.procs[h].send(end_cmd)
@@ -846,8 +857,11 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             except ValueError as e:
                 raise CellFailure("error", f"{run.fault}: {e}", "set-up") from None
             record["faultPlan"]["peers"] = peers
+        elif hold == "throttle":
+            record["faultPlan"]["slowLinkKbit"] = timing["slowLinkKbit"]
         hook = Hook(cluster, fault["targets"], fault["downSeconds"], run.fault == "power-loss",
-                    float(timing["restartDeadlineSeconds"]), log, inventory, hold=hold, peers=peers)
+                    float(timing["restartDeadlineSeconds"]), log, inventory, hold=hold, peers=peers,
+                    kbit=timing["slowLinkKbit"] if hold == "throttle" else None)
         ev = hook.wait(("ready",), 60)
         if not ev or ev["event"] != "ready":
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")

@@ -32,11 +32,22 @@ FAULTS = {
     # healed after downSeconds. Needs hosts of their own (an inventory): on this machine every node shares one network
     "partition-leader": ("kafka", "pulsar"),
     "pause-leader": ("kafka", "pulsar"),  # SIGSTOP of the leader for downSeconds, then SIGCONT (a long stall)
+    # the leader's host cut off from every other host, its clients included (the clients on the majority's side);
+    # only its ssh server's port stays open (the fault hook's control channel)
+    "partition-minority": ("kafka", "pulsar"),
+    # a token bucket (tc tbf, slow_link_kbit) on the egress of the leader's host: a slow link, not a cut one
+    "slow-link-leader": ("kafka", "pulsar"),
 }
-# faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds
-HOLD_FAULTS = {"partition-leader": "partition", "pause-leader": "pause"}
-# faults a single machine cannot run: the nodes must have network addresses of their own
-NEEDS_HOSTS = ("partition-leader",)
+# faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds.
+# The value is how the fault hook holds them (systems/faulthook.py)
+HOLD_FAULTS = {"partition-leader": "partition", "pause-leader": "pause", "partition-minority": "isolate-all",
+               "slow-link-leader": "throttle"}
+# faults a single machine cannot run: the nodes must have network addresses of their own (and a firewall or a
+# token bucket on this machine's own interfaces would strike more than the cluster)
+NEEDS_HOSTS = ("partition-leader", "partition-minority", "slow-link-leader")
+# the token bucket of slow-link-leader unless the experiment sets slow_link_kbit: 8 Mbit/s, below the replication
+# and acknowledgement traffic of the fault workloads' 2 000 msg/s of 1 KB (16 Mbit/s leaving the leader per follower)
+SLOW_LINK_KBIT = 8000
 
 
 class PlanError(ValueError):
@@ -225,7 +236,8 @@ def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
             "strikeAtSeconds": list(exp.get("strike_at_seconds", sc.get("strikeAtSeconds", []))),
             "downSeconds": exp.get("down_seconds", sc.get("downSeconds")),
             "restartDeadlineSeconds": sc.get("restartDeadlineSeconds", 120),
-            "rate": sc.get("rate"), "repetitions": sc.get("repetitions")}
+            "rate": sc.get("rate"), "repetitions": sc.get("repetitions"),
+            "slowLinkKbit": int(exp.get("slow_link_kbit", SLOW_LINK_KBIT))}
 
 
 def _check_scale_faults(doc, catalog, scale_name, scale, path) -> None:

@@ -37,6 +37,37 @@ def test_the_ruleset_drops_both_directions_for_each_family_in_a_table_of_the_clu
     assert "peers6" not in only4
 
 
+def test_isolate_all_drops_everything_but_loopback_and_the_kept_ssh_port():
+    rules = faulthook.isolate_all_ruleset("sbfault_x", [2222, 22, 22])
+    inp = next(line for line in rules.splitlines() if "chain input" in line)
+    out = next(line for line in rules.splitlines() if "chain output" in line)
+    assert "policy drop;" in inp and 'iif "lo" accept;' in inp and "tcp dport { 22, 2222 } accept;" in inp
+    assert "policy drop;" in out and 'oif "lo" accept;' in out and "tcp sport { 22, 2222 } accept;" in out
+    bare = faulthook.isolate_all_ruleset("sbfault_x", [])
+    assert "tcp" not in bare and "policy drop" in bare
+    with pytest.raises(ValueError, match="out of range"):
+        faulthook.isolate_all_ruleset("sbfault_x", [0])
+
+
+def test_the_ssh_port_kept_is_the_one_the_hook_was_reached_on(monkeypatch):
+    monkeypatch.setenv("SSH_CONNECTION", "10.77.31.1 51234 10.77.31.11 2201")
+    assert faulthook.ssh_server_port() == 2201
+    monkeypatch.delenv("SSH_CONNECTION")
+    assert faulthook.ssh_server_port() is None
+
+
+def test_a_token_bucket_has_a_burst_and_a_queue_of_its_rate_and_a_handle_of_the_cluster():
+    assert faulthook.tbf_args(8000) == ["tbf", "rate", "8000kbit", "burst", "10240", "limit", "200000"]
+    assert faulthook.tbf_args(64) == ["tbf", "rate", "64kbit", "burst", "10240", "limit", "20480"]
+    assert faulthook.tbf_args(10 ** 6)[4] == "1250000"  # 10 ms of 1 Gbit/s
+    for bad in (0, -5, 1.5, "8000", True):
+        with pytest.raises(ValueError, match="positive number of kbit/s"):
+            faulthook.tbf_args(bad)
+    h = faulthook.qdisc_handle("/work/runs/x/cluster-1")
+    assert h == faulthook.qdisc_handle(Path("/work/runs/x/cluster-1")) != faulthook.qdisc_handle("/work/runs/x/cluster-2")
+    assert h.endswith(":") and 1 <= int(h[:-1], 16) <= 0xfffe
+
+
 @pytest.mark.parametrize("peers", [[], ["not-an-address"]])
 def test_a_partition_without_a_peer_address_is_refused(peers):
     with pytest.raises(ValueError):
@@ -209,10 +240,112 @@ def test_a_terminated_hook_heals_and_resumes_and_a_killed_ones_table_is_removed_
     assert table in _tables(a), "a killed hook cannot heal"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
-    assert r.returncode == 0 and json.loads(r.stdout) == {"event": "healed", "removed": True}, r.stderr
+    assert r.returncode == 0 and json.loads(r.stdout) == {"event": "healed", "removed": True, "unshaped": []}, r.stderr
     assert table not in _tables(a) and _connects(b, "10.99.31.1", 19092)
     r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 0 and json.loads(r.stdout)["removed"] is False  # idempotent
+
+
+class _SshHookProc(_HookProc):
+    """A hook as if reached over ssh on port 19022 of host a (SSH_CONNECTION set as sshd sets it)."""
+
+    def __init__(self, ns: str, rundir: Path, targets: str):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
+        self.p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "systems.faulthook",
+                                   "--rundir", str(rundir), "--targets", targets, "--restart-deadline", "10"],
+                                  cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def _listen(ns: str, port: int) -> subprocess.Popen:
+    code = ("import socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+            f"s.bind(('10.99.31.1',{port}));s.listen(50)\nwhile True:\n c,_=s.accept();c.close()\n")
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code])
+
+
+def _qdiscs(ns: str) -> str:
+    return _in_ns(ns, "tc", "qdisc", "show", timeout=30).stdout
+
+
+@needs_root_nft
+def test_isolate_all_cuts_every_path_but_the_ssh_port_and_loopback_and_heals(two_hosts, node):
+    a, b = two_hosts
+    rundir, rec = node
+    table = faulthook.table_name(rundir)
+    ssh_like = _listen(a, 19022)
+    try:
+        t_end = time.monotonic() + 20
+        while not _connects(b, "10.99.31.1", 19022) and time.monotonic() < t_end:
+            time.sleep(0.2)
+        hook = _SshHookProc(a, rundir, "n1")
+        try:
+            assert hook.event()["event"] == "ready"
+            ev = hook.send("isolate-all")
+            assert ev["event"] == "isolated" and ev["peers"] == "all" and ev["keep"] == [19022], ev
+            assert table in _tables(a) and table not in _tables(b)
+            assert not _connects(b, "10.99.31.1", 19092), "the node's clients and peers are cut off"
+            assert _connects(b, "10.99.31.1", 19022), "the ssh port (the hook's channel) stays open"
+            assert _connects(a, "10.99.31.1", 19092), "the host's own traffic (loopback) still flows"
+            assert hook.send("isolate-all")["event"] == "failed", "a second partition on top of the first is refused"
+        finally:
+            hook.p.stdin.close()
+            hook.p.wait(30)
+        assert table not in _tables(a) and _connects(b, "10.99.31.1", 19092), "healed as the hook failed and exited"
+    finally:
+        ssh_like.kill()
+        ssh_like.wait(10)
+
+
+@needs_root_nft
+def test_throttle_puts_a_token_bucket_on_the_hosts_link_heal_and_heal_rundir_remove_only_it(two_hosts, node):
+    a, b = two_hosts
+    rundir, rec = node
+    handle = faulthook.qdisc_handle(rundir)
+    assert "tbf" not in _qdiscs(a)
+    hook = _HookProc(a, rundir, "n1")
+    try:
+        assert hook.event()["event"] == "ready"
+        ev = hook.send("throttle 800")
+        assert ev["event"] == "throttled" and ev["kbit"] == 800 and len(ev["devices"]) == 1, ev
+        q = _qdiscs(a)
+        assert f"qdisc tbf {handle} dev" in q and "rate 800Kbit" in q, q
+        assert "tbf" not in _qdiscs(b), "only on the hook's host"
+        assert "tbf" not in subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True).stdout, \
+            "nothing on this machine's own interfaces"
+        assert _connects(b, "10.99.31.1", 19092), "slowed, not cut"
+        assert hook.send("throttle 800")["event"] == "failed", "a second bucket on top of the first is refused"
+    finally:
+        hook.p.stdin.close()
+        hook.p.wait(30)
+    assert "tbf" not in _qdiscs(a), "removed as the hook failed and exited"
+
+    # a throttle refused by tc (a rate it cannot take) leaves nothing either
+    hook = _HookProc(a, rundir, "n1")
+    try:
+        assert hook.event()["event"] == "ready"
+        assert hook.send("throttle 0")["event"] == "failed"
+    finally:
+        hook.p.stdin.close()
+        hook.p.wait(30)
+    assert "tbf" not in _qdiscs(a)
+
+    # killed mid-throttle: `heal RUNDIR` removes this cluster's bucket and leaves another's alone
+    other = faulthook.qdisc_handle(rundir.parent / "another-cluster")
+    dev = next(d for d in _in_ns(a, "ls", "/sys/class/net", timeout=30).stdout.split() if d != "lo")
+    hook = _HookProc(a, rundir, "n1")
+    assert hook.event()["event"] == "ready"
+    assert hook.send("throttle 800")["event"] == "throttled"
+    os.kill(hook.p.pid, signal.SIGKILL)
+    hook.p.wait(30)
+    assert handle in _qdiscs(a), "a killed hook cannot heal"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout) == {"event": "healed", "removed": False, "unshaped": [dev]}, r
+    assert "tbf" not in _qdiscs(a)
+    _in_ns(a, "tc", "qdisc", "add", "dev", dev, "root", "handle", other, *faulthook.tbf_args(800), check=True,
+           timeout=30)
+    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["unshaped"] == [], r
+    assert other in _qdiscs(a), "another cluster's bucket is not this one's to remove"
 
 
 def _comm(pid: int) -> str:

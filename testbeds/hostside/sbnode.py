@@ -96,15 +96,17 @@ def wait(spec: dict) -> int:
 
 
 def heal(rundir: Path) -> bool:
-    """The cluster's partition table on this host, if a fault hook that could not heal (killed) left it."""
+    """The cluster's partition table and token buckets on this host, if a fault hook that could not heal (killed)
+    left them; True when there was any."""
     from sbhost import faulthook
 
-    if faulthook.nft_path() is None:
-        return False  # no nft: no partition was ever made here
     try:
-        return faulthook.remove_table(faulthook.table_name(rundir))
+        # no nft (no tc): no partition (no slow link) was ever made here
+        removed = faulthook.nft_path() is not None and faulthook.remove_table(faulthook.table_name(rundir))
+        unshaped = faulthook.remove_qdiscs(faulthook.qdisc_handle(rundir)) if faulthook.tc_path() else []
     except faulthook.HookError as e:
         raise SystemsError(f"{rundir}: {e.error}") from None
+    return bool(removed or unshaped)
 
 
 def stop(rundir: Path, timeout: float) -> dict:
