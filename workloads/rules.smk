@@ -34,10 +34,14 @@ except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
 WL_SYSTEMS = config["workloads"]["systems"]  # null: every system; else only these systems' cells
 if WL_SYSTEMS:
     WL_RUNS = [r for r in WL_RUNS if r.system in WL_SYSTEMS]
+WL_FAULTS = config["workloads"].get("faults")  # null: every fault; else only these faults' cells (and no-fault runs)
+if WL_FAULTS:
+    WL_RUNS = [r for r in WL_RUNS if r.fault is None or r.fault in WL_FAULTS]
 
 # the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
 # scale's own runs; its fault runs that `all` does not run are only in this target's DAG. On hosts of their own
-# (lab, hosts, aws) the grid also holds the leader apart (E000-FAULTHOLD: partition-leader, pause-leader)
+# (lab, hosts, aws) the grid also holds the leader apart (E000-FAULTHOLD: partition-leader, partition-minority,
+# pause-leader, slow-link-leader)
 WL_FAULT_EXPS = ["E000-FAULT"] + (["E000-FAULTHOLD"] if WL_TESTBED in ("lab", "hosts", "aws") else [])
 if config["workloads"]["experiments"]:  # experiments chosen (workloads.experiments): the faults target runs those of
     # them with faults, e.g. only E000-FAULTHOLD's hold cells on a lab
@@ -47,6 +51,8 @@ try:
                                     repetitions=config["workloads"]["repetitions"])
     if WL_SYSTEMS:
         WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.system in WL_SYSTEMS]
+    if WL_FAULTS:
+        WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.fault in WL_FAULTS]
 except _wl_plan.PlanError as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)

@@ -88,3 +88,33 @@ def test_a_partition_asked_of_a_testbed_on_this_machine_stops_the_dag_in_one_lin
     assert line and re.search(r"ci/(kafka|pulsar)/L\d\+stock/[^ ]+--partition-leader/rep-1: fault partition-leader "
                               r"\(experiments E000-FAULTHOLD\)", line[0]), res.stderr[-2000:]
     assert "benchmark_run" not in res.stdout
+
+
+def test_workloads_faults_keeps_only_those_faults_cells_and_a_bad_name_is_refused(tmp_path):
+    """workloads.faults: only the named faults' cells run (here a pause, which needs no hosts, on the ci testbed);
+    a network fault among them still stops the DAG on this machine; a name that is no fault is refused by the
+    config's schema, naming the field."""
+    cfg = configfile(tmp_path, ROOT / "workloads/experiments.yaml")
+    doc = yaml.safe_load(cfg.read_text())
+    doc["workloads"].update(experiments=["E000-FAULTHOLD"], faults=["pause-leader"])
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "faults", "--configfile", str(cfg))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    faults = set(re.findall(r"workload=[^,\s]+--([a-z-]+), rep=", out))
+    assert faults == {"pause-leader"}, out[-2000:]
+    doc["workloads"]["faults"] = ["pause-leader", "slow-link-leader"]
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "faults", "--configfile", str(cfg))
+    assert res.returncode != 0 and re.search(r"--slow-link-leader/rep-1: fault slow-link-leader .*needs hosts of their "
+                                             r"own", res.stderr), res.stderr[-2000:]
+    doc["workloads"]["faults"] = ["partition-everything"]
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "faults", "--configfile", str(cfg))
+    assert res.returncode != 0 and "partition-everything" in res.stderr and "faults" in res.stderr, res.stderr[-2000:]
+
+
+def test_the_config_schema_names_every_fault_the_plan_knows():
+    schema = yaml.safe_load((ROOT / "workloads/config.schema.yaml").read_text())
+    from workloads import plan
+    assert schema["properties"]["faults"]["items"]["enum"] == list(plan.FAULTS)
