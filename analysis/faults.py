@@ -299,14 +299,14 @@ def _universal(cid, text, system, cl):
             f"{c['level']} {c['fault']}: {c['runs_with_loss']} of {c['runs']} runs, up to {c['lost_max']}" for c in lossy)
     elif not run:
         row["verdict"] = "not tested"
-        row["evidence"] = f"none of the {len(cl)} cells run"
+        row["evidence"] = f"none of the {_cells(len(cl))} run"
     elif missing:
         row["verdict"] = "not tested"
-        row["evidence"] = (f"0 lost in {n} runs of {len(run)} cells; {len(missing)} not run: "
+        row["evidence"] = (f"0 lost in {n} runs of {_cells(len(run))}; {len(missing)} not run: "
                            + ", ".join(f"{c['level']} {c['fault']}" for c in missing))
     else:
         row["verdict"] = "supported"
-        row["evidence"] = f"0 lost in {n} runs of all {len(run)} cells"
+        row["evidence"] = f"0 lost in {n} runs of {'the one cell' if len(run) == 1 else f'all {len(run)} cells'}"
     return row
 
 
@@ -318,7 +318,7 @@ def _existential(cid, text, system, cl):
     lossy = [c for c in run if c["runs_with_loss"]]
     missing = [c for c in cl if c["status"] == "not run"]
     row = _counts(cid, text, system, cl, run)
-    tail = f"; {len(missing)} cells not run: " + ", ".join(f"{c['level']} {c['fault']}" for c in missing) if missing else ""
+    tail = f"; {_cells(len(missing))} not run: " + ", ".join(f"{c['level']} {c['fault']}" for c in missing) if missing else ""
     if lossy:
         row["verdict"] = "supported"
         row["evidence"] = "lost in " + "; ".join(
@@ -326,11 +326,15 @@ def _existential(cid, text, system, cl):
             for c in lossy) + tail
     elif not run:
         row["verdict"] = "not tested"
-        row["evidence"] = f"none of the {len(cl)} cells run"
+        row["evidence"] = f"none of the {_cells(len(cl))} run"
     else:
         row["verdict"] = f"not observed in {n} runs"
-        row["evidence"] = f"0 lost in {n} runs of {len(run)} cells" + tail
+        row["evidence"] = f"0 lost in {n} runs of {_cells(len(run))}" + tail
     return row
+
+
+def _cells(k: int) -> str:
+    return f"{k} cell" if k == 1 else f"{k} cells"
 
 
 def _counts(cid, text, system, cl, run):
