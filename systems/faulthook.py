@@ -231,13 +231,28 @@ def tbf_args(kbit: int) -> list[str]:
     return ["tbf", "rate", f"{kbit}kbit", "burst", str(burst), "limit", str(limit)]
 
 
+def _sbin(name: str) -> str | None:
+    """A system tool on this host (a login user's PATH may lack /usr/sbin), or None."""
+    return shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/sbin/{name}") if os.path.exists(p)), None)
+
+
 def tc_path() -> str | None:
-    return shutil.which("tc") or next((p for p in ("/usr/sbin/tc", "/sbin/tc") if os.path.exists(p)), None)
+    return _sbin("tc")
 
 
 def nft_path() -> str | None:
-    """nft on this host (a login user's PATH may lack /usr/sbin), or None."""
-    return shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
+    return _sbin("nft")
+
+
+def _run_privileged(exe: str | None, name: str, package: str, args: list[str],
+                    stdin: str | None = None) -> subprocess.CompletedProcess:
+    """A system tool as root: itself when this is root, else through `sudo -n` (a login user's hook)."""
+    if exe is None:
+        raise HookError("-", f"{name} not found on this host (Debian/Ubuntu package {package})")
+    cmd = [exe, *args]
+    if os.geteuid() != 0:
+        cmd = ["sudo", "-n", *cmd]
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30)
 
 
 class Net:
@@ -251,49 +266,31 @@ class Net:
 
     @staticmethod
     def nft(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
-        exe = nft_path()
-        if exe is None:
-            raise HookError("-", "nft not found on this host (Debian/Ubuntu package nftables)")
-        cmd = [exe, *args]
-        if os.geteuid() != 0:
-            cmd = ["sudo", "-n", *cmd]
-        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30)
+        return _run_privileged(nft_path(), "nft", "nftables", args, stdin)
+
+    @staticmethod
+    def tc(args: list[str]) -> subprocess.CompletedProcess:
+        return _run_privileged(tc_path(), "tc", "iproute2", args)
 
     def isolate(self, peers: list[str]) -> None:
+        self._table("isolate", lambda: partition_ruleset(self.table, peers))
+
+    def isolate_all(self, keep_ports: list[int]) -> None:
+        self._table("isolate-all", lambda: isolate_all_ruleset(self.table, keep_ports))
+
+    def _table(self, cmd: str, ruleset) -> None:
+        """Add the cluster's table with the rules `ruleset()` writes (a ValueError of it: the command's error)."""
         if self.on:
-            raise HookError("-", f"isolate: table {self.table} is in place already (heal first)")
+            raise HookError("-", f"{cmd}: table {self.table} is in place already (heal first)")
         try:
-            rules = partition_ruleset(self.table, peers)
+            rules = ruleset()
         except ValueError as e:
-            raise HookError("-", f"isolate: {e}") from None
+            raise HookError("-", f"{cmd}: {e}") from None
         self.on = True  # set first: a table added by a call that then timed out is still removed
         r = self.nft(["-f", "-"], rules)
         if r.returncode != 0:
             self.heal()
-            raise HookError("-", f"isolate: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
-
-    def isolate_all(self, keep_ports: list[int]) -> None:
-        if self.on:
-            raise HookError("-", f"isolate-all: table {self.table} is in place already (heal first)")
-        try:
-            rules = isolate_all_ruleset(self.table, keep_ports)
-        except ValueError as e:
-            raise HookError("-", f"isolate-all: {e}") from None
-        self.on = True
-        r = self.nft(["-f", "-"], rules)
-        if r.returncode != 0:
-            self.heal()
-            raise HookError("-", f"isolate-all: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
-
-    @staticmethod
-    def tc(args: list[str]) -> subprocess.CompletedProcess:
-        exe = tc_path()
-        if exe is None:
-            raise HookError("-", "tc not found on this host (Debian/Ubuntu package iproute2)")
-        cmd = [exe, *args]
-        if os.geteuid() != 0:
-            cmd = ["sudo", "-n", *cmd]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            raise HookError("-", f"{cmd}: nft refused the ruleset: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
 
     def throttle(self, kbit: int) -> list[str]:
         if self.shaped:

@@ -119,9 +119,15 @@ def _tables(ns: str) -> str:
     return _in_ns(ns, "nft", "list", "tables", timeout=30).stdout
 
 
+def _heal_rundir(ns: str, rundir: Path) -> subprocess.CompletedProcess:
+    """`python -m systems.faulthook heal RUNDIR` in the namespace, as `cluster down` runs it on a host."""
+    return _in_ns(ns, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT,
+                  env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+
+
 class _HookProc:
-    def __init__(self, ns: str, rundir: Path, targets: str):
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+    def __init__(self, ns: str, rundir: Path, targets: str, **env_extra: str):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), **env_extra)
         self.p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "systems.faulthook",
                                    "--rundir", str(rundir), "--targets", targets, "--restart-deadline", "10"],
                                   cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -238,22 +244,11 @@ def test_a_terminated_hook_heals_and_resumes_and_a_killed_ones_table_is_removed_
     os.kill(hook.p.pid, signal.SIGKILL)
     hook.p.wait(30)
     assert table in _tables(a), "a killed hook cannot heal"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    r = _heal_rundir(a, rundir)
     assert r.returncode == 0 and json.loads(r.stdout) == {"event": "healed", "removed": True, "unshaped": []}, r.stderr
     assert table not in _tables(a) and _connects(b, "10.99.31.1", 19092)
-    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    r = _heal_rundir(a, rundir)
     assert r.returncode == 0 and json.loads(r.stdout)["removed"] is False  # idempotent
-
-
-class _SshHookProc(_HookProc):
-    """A hook as if reached over ssh on port 19022 of host a (SSH_CONNECTION set as sshd sets it)."""
-
-    def __init__(self, ns: str, rundir: Path, targets: str):
-        env = dict(os.environ, PYTHONPATH=str(ROOT), SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
-        self.p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "systems.faulthook",
-                                   "--rundir", str(rundir), "--targets", targets, "--restart-deadline", "10"],
-                                  cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
 def _listen(ns: str, port: int) -> subprocess.Popen:
@@ -276,7 +271,8 @@ def test_isolate_all_cuts_every_path_but_the_ssh_port_and_loopback_and_heals(two
         t_end = time.monotonic() + 20
         while not _connects(b, "10.99.31.1", 19022) and time.monotonic() < t_end:
             time.sleep(0.2)
-        hook = _SshHookProc(a, rundir, "n1")
+        # as if reached over ssh on port 19022 of host a (SSH_CONNECTION set as sshd sets it)
+        hook = _HookProc(a, rundir, "n1", SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
         try:
             assert hook.event()["event"] == "ready"
             ev = hook.send("isolate-all")
@@ -337,13 +333,12 @@ def test_throttle_puts_a_token_bucket_on_the_hosts_link_heal_and_heal_rundir_rem
     os.kill(hook.p.pid, signal.SIGKILL)
     hook.p.wait(30)
     assert handle in _qdiscs(a), "a killed hook cannot heal"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    r = _heal_rundir(a, rundir)
     assert r.returncode == 0 and json.loads(r.stdout) == {"event": "healed", "removed": False, "unshaped": [dev]}, r
     assert "tbf" not in _qdiscs(a)
     _in_ns(a, "tc", "qdisc", "add", "dev", dev, "root", "handle", other, *faulthook.tbf_args(800), check=True,
            timeout=30)
-    r = _in_ns(a, sys.executable, "-m", "systems.faulthook", "heal", str(rundir), cwd=ROOT, env=env, timeout=60)
+    r = _heal_rundir(a, rundir)
     assert r.returncode == 0 and json.loads(r.stdout)["unshaped"] == [], r
     assert other in _qdiscs(a), "another cluster's bucket is not this one's to remove"
 
