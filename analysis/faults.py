@@ -35,19 +35,12 @@ import polars as pl
 
 from . import InputError, cli, intervals as iv
 from .figures import empty_chart, save_chart
-from .labels import parse_raw_path
+from .labels import (APART_FAULTS, FAULT_SUFFIXES, FAULTS, HOLD_FAULTS, KNOWN_FAULTS,  # noqa: F401 (re-exported)
+                     PARTITION_FAULTS, parse_raw_path)
 from .report import to_csv, to_md, write_text_atomic
 
 FIGURE_IDS = ["faults-lost", "faults-timeline"]
 TABLE_IDS = ["faults", "faults-claims"]
-FAULTS = ["kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"]
-# the leader held apart instead of killed (issue 31; partition-leader needs hosts of their own): a grid's column only
-# where its testbed has such runs, so a testbed that cannot run them keeps its grid and claims as they were
-HOLD_FAULTS = ["partition-leader", "partition-minority", "pause-leader", "slow-link-leader"]
-# the hold faults that keep the leader from its peers altogether (a slow link only slows it)
-APART_FAULTS = ["partition-leader", "partition-minority", "pause-leader"]
-PARTITION_FAULTS = ["partition-leader", "partition-minority"]
-KNOWN_FAULTS = FAULTS + HOLD_FAULTS
 # the levels each system runs (systems/durability.yaml); a system found in the data but not here gets its own levels
 SYSTEM_LEVELS = {"kafka": ["L1", "L2", "L3", "L4"], "pulsar": ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]}
 LEVEL_ORDER = ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
@@ -56,7 +49,6 @@ FAULT_SYSTEMS = {"kill-bookie": {"pulsar"}}
 # level -> (replication ack, local durability), studies.md §000.2 / systems/durability.yaml
 LEVEL_MODES = {"L1": ("ack-2", "sync"), "L2": ("ack-2", "async"), "L2-bypass": ("ack-2", "async (journal bypass)"),
                "L3": ("ack-1", "sync"), "L4": ("ack-1", "async"), "L4-bypass": ("ack-1", "async (journal bypass)")}
-FAULT_SUFFIXES = tuple(f"--{f}" for f in KNOWN_FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
 _FAULT_KEY = re.compile(rb'"fault"\s*:')
 COUNT_KEYS = ["acknowledged", "lost", "duplicated", "reordered", "unacknowledgedPresent", "publishErrors", "read"]
 TIME_KEYS = ["strikeAtSeconds", "downSeconds"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from . import InputError, labels, omb, stats
+from .labels import FAULT_SUFFIXES
 from .published import read_manifest
 
 WINDOW_S = 10.0
@@ -136,11 +137,6 @@ def ingest_published(root: Path, manifest: dict):
 def _git_blob_sha1(data: bytes) -> str:
     import hashlib
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-# workload ids of fault runs end with --<fault> (workloads/plan.py FAULTS)
-FAULT_SUFFIXES = tuple(f"--{f}" for f in ("kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss",
-                                            "partition-leader", "pause-leader"))
 
 
 def ingest_raw(raw: Path, suspect: str = "mark", validity: dict | None = None):

@@ -117,3 +117,17 @@ def test_suspect_runs_are_marked_or_excluded_and_listed(tmp_path):
         v = json.loads((out / "validity.json").read_text())
         assert (v["mode"], v["suspect"], v["excluded"]) == (mode, 1, 1 if mode == "exclude" else 0)
         assert v["runs"][0]["path"].endswith("rep-2.json")
+
+
+@pytest.mark.parametrize("fault", __import__("analysis.labels", fromlist=["x"]).KNOWN_FAULTS)
+def test_a_fault_runs_verdict_beside_the_benchmarks_is_left_to_the_fault_study(tmp_path, fault):
+    """A lab's `faults` target leaves fault verdicts (no OMB fields) under data/raw; `all` ingests that folder next:
+    every fault the plan runs must be recognised, not read as an OMB result (partition-minority and slow-link-leader
+    were not, and stopped the ingest on 'publishRate')."""
+    raw = tmp_path / "raw"
+    write(raw / "lab/kafka/L1/1-topic-100-partitions-1kb-2p-2c-200k/rep-1.json", streambench())
+    write(raw / f"lab/kafka/L1+stock/1-topic-8-partitions-1kb-1p-1c-2k--{fault}/rep-1.json",
+          {"workload": "1-topic-8-partitions-1kb-1p-1c-2k", "driver": "kafka-L1-stock",
+           "x-streambench": {"fault": {"type": fault}, "lostAcknowledged": 0}})
+    runs = ingest.build(None, None, raw)["runs"]
+    assert runs.height == 1 and runs["path"].str.contains(fault).sum() == 0

@@ -118,3 +118,13 @@ def test_the_config_schema_names_every_fault_the_plan_knows():
     schema = yaml.safe_load((ROOT / "workloads/config.schema.yaml").read_text())
     from workloads import plan
     assert schema["properties"]["faults"]["items"]["enum"] == list(plan.FAULTS)
+
+
+def test_the_analysis_knows_every_fault_the_plan_runs():
+    """The analysis recognises fault runs by their workload id's --<fault> suffix; a fault the plan runs but the
+    analysis does not list is read as an OMB result and stops `analysis_ingest`."""
+    from analysis import labels
+    from workloads import plan
+    assert sorted(labels.KNOWN_FAULTS) == sorted(plan.FAULTS)
+    assert sorted(labels.HOLD_FAULTS) == sorted(plan.HOLD_FAULTS)
+    assert set(labels.PARTITION_FAULTS) <= set(plan.NEEDS_HOSTS) and set(labels.APART_FAULTS) <= set(plan.HOLD_FAULTS)
