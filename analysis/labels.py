@@ -18,10 +18,10 @@ PUBLISHED_VERSIONS = {"pulsar": "2.6.1-sn-16", "kafka": "n/a"}
 FAULTS = ["kill-leader", "kill-bookie", "kill-one", "crash-all", "power-loss"]
 # the leader held apart instead of killed (issue 31; these need hosts of their own): a grid's column only where its
 # testbed has such runs, so a testbed that cannot run them keeps its grid and claims as they were
-HOLD_FAULTS = ["partition-leader", "partition-minority", "pause-leader", "slow-link-leader"]
+HOLD_FAULTS = ["partition-leader", "partition-minority", "partition-majority", "pause-leader", "slow-link-leader"]
 # the hold faults that keep the leader from its peers altogether (a slow link only slows it)
-APART_FAULTS = ["partition-leader", "partition-minority", "pause-leader"]
-PARTITION_FAULTS = ["partition-leader", "partition-minority"]
+APART_FAULTS = ["partition-leader", "partition-minority", "partition-majority", "pause-leader"]
+PARTITION_FAULTS = ["partition-leader", "partition-minority", "partition-majority"]
 KNOWN_FAULTS = FAULTS + HOLD_FAULTS
 FAULT_SUFFIXES = tuple(f"--{f}" for f in KNOWN_FAULTS)  # workload ids of fault runs (workloads.plan.Run.workload_id)
 

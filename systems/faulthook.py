@@ -10,8 +10,10 @@ line, and reads one JSON event per line from their stdout:
   drop           {"event": "dropped", "t", "detail"}   power loss: unsynced writes of the faultfs mounts dropped
   restart S      {"event": "restarted", "t", "nodes"}  start the targets of stop stage S again from their records
   back S|all     {"event": "back", "t"}    the targets of stage S (all: every target) listen on their ports
-  isolate A,B    {"event": "isolated", "t", "peers"}   this host drops every packet to and from the addresses A, B
-                 (a network partition: one nftables table of its own in the host's network namespace)
+  isolate A,B    {"event": "isolated", "t", "peers", "keep"}   this host drops every packet to and from the addresses
+                 A, B (a network partition: one nftables table of its own in the host's network namespace) but TCP on
+                 its own ssh server's port; the address @ssh-client stands for the one the hook's ssh connection comes
+                 from (the controller, and on the lab the fault cycle's client)
   isolate-all    {"event": "isolated", "t", "peers": "all", "keep"}   this host drops every packet that is not on its
                  loopback, its clients' included, but for its own ssh server's port (the hook's control channel:
                  the port of SSH_CONNECTION; none when the hook was not started over ssh)
@@ -138,8 +140,10 @@ class Hook:
             say(event="resumed", t=time.time())
 
     def isolate(self, peers: list[str]) -> None:
-        self.net.isolate(peers)
-        say(event="isolated", t=time.time(), peers=peers)
+        keep = ssh_server_port()
+        peers = resolve_peers(peers)
+        self.net.isolate(peers, [keep] if keep else [])
+        say(event="isolated", t=time.time(), peers=peers, keep=[keep] if keep else [])
 
     def isolate_all(self) -> None:
         keep = ssh_server_port()
@@ -165,9 +169,31 @@ def table_name(rundir: Path | str) -> str:
     return "sbfault_" + hashlib.sha1(os.path.normpath(str(rundir)).encode()).hexdigest()[:12]
 
 
-def partition_ruleset(table: str, peers: list[str]) -> str:
-    """One inet table: packets from and to the peers dropped in both directions, before any other filter.
-    Stateless: established connections are cut as well, as when a switch port dies."""
+SSH_CLIENT = "@ssh-client"
+
+
+def resolve_peers(peers: list[str]) -> list[str]:
+    """The peers with @ssh-client replaced by the address this hook's ssh connection comes from (the first field of
+    SSH_CONNECTION); a ValueError when the hook was not started over ssh."""
+    out = []
+    for a in peers:
+        if a == SSH_CLIENT:
+            parts = os.environ.get("SSH_CONNECTION", "").split()
+            if len(parts) != 4:
+                raise HookError("-", f"isolate: {SSH_CLIENT} names the ssh client's address, and this hook was not "
+                                     "started over ssh (no SSH_CONNECTION)")
+            a = parts[0]
+        out.append(a)
+    return out
+
+
+def partition_ruleset(table: str, peers: list[str], keep_ports: list[int] = ()) -> str:
+    """One inet table: packets from and to the peers dropped in both directions, before any other filter, but TCP
+    to and from the local ports kept (the ssh server's: the hook's control channel, when the controller is among the
+    peers). Stateless: established connections are cut as well, as when a switch port dies."""
+    ports = sorted({int(p) for p in keep_ports})
+    if any(not 0 < p < 65536 for p in ports):
+        raise ValueError(f"a kept port out of range: {ports}")
     v4 = sorted({str(ipaddress.ip_address(a)) for a in peers if ipaddress.ip_address(a).version == 4},
                 key=ipaddress.ip_address)
     v6 = sorted({str(ipaddress.ip_address(a)) for a in peers if ipaddress.ip_address(a).version == 6},
@@ -175,7 +201,8 @@ def partition_ruleset(table: str, peers: list[str]) -> str:
     if not v4 and not v6:
         raise ValueError("a partition needs at least one peer address")
     lines = [f"table inet {table} {{"]
-    rules_in, rules_out = [], []
+    rules_in = [f"tcp dport {{ {', '.join(map(str, ports))} }} accept;"] if ports else []
+    rules_out = [f"tcp sport {{ {', '.join(map(str, ports))} }} accept;"] if ports else []
     if v4:
         lines.append(f"  set peers4 {{ type ipv4_addr; elements = {{ {', '.join(v4)} }}; }}")
         rules_in.append("ip saddr @peers4 drop;")
@@ -272,8 +299,8 @@ class Net:
     def tc(args: list[str]) -> subprocess.CompletedProcess:
         return _run_privileged(tc_path(), "tc", "iproute2", args)
 
-    def isolate(self, peers: list[str]) -> None:
-        self._table("isolate", lambda: partition_ruleset(self.table, peers))
+    def isolate(self, peers: list[str], keep_ports: list[int] = ()) -> None:
+        self._table("isolate", lambda: partition_ruleset(self.table, peers, keep_ports))
 
     def isolate_all(self, keep_ports: list[int]) -> None:
         self._table("isolate-all", lambda: isolate_all_ruleset(self.table, keep_ports))

@@ -26,7 +26,8 @@ Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the
 files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
 The hold faults (plan.HOLD_FAULTS; hosts of their own only) strike the leader without killing it and end after
 `downSeconds`: partition-leader (its host cut off from the other server hosts, nftables), partition-minority (cut
-off from every host, its clients included, but its ssh port), pause-leader (SIGSTOP, then SIGCONT) and
+off from every host, its clients included, but its ssh port), partition-majority (every other server host cut off
+from the leader's host and from the clients: the leader keeps its clients and loses its peers), pause-leader (SIGSTOP, then SIGCONT) and
 slow-link-leader (a token bucket of slowLinkKbit on its host's egress, tc tbf).
 
 The strike comes from the fault hooks (systems/faulthook.py: one per host holding targets, on this machine one
@@ -481,6 +482,14 @@ class _PulsarSend:
 
 
 # ------------------------------------------------------------------------------------------------------- targets
+def client_addresses(inventory: str | None) -> list[str]:
+    """The addresses of the inventory's client hosts (none on this machine)."""
+    if inventory is None:
+        return []
+    from testbeds import inventory as inv_mod
+    return sorted({h.address for h in inv_mod.load(inventory).clients})
+
+
 def server_nodes(cluster: dict) -> list[dict]:
     """Every node of cluster.json is a server process (Kafka's three nodes; Pulsar's ZooKeeper, bookies, broker)."""
     return list(cluster["nodes"])
@@ -500,8 +509,28 @@ def partition_peers(cluster: dict, names: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def majority_peers(cluster: dict, leader: str, clients: list[str]) -> dict[str, list[str]]:
+    """partition-majority: per server host other than the leader's, what it drops: the leader's host, the client
+    hosts' addresses and @ssh-client (the controller the hook's ssh comes from; on the lab the fault cycle's own
+    client). One line naming the leader when no server host is apart from it."""
+    from systems.faulthook import SSH_CLIENT
+
+    nodes = {n["name"]: n for n in cluster["nodes"]}
+    mine = nodes[leader].get("host") or "127.0.0.1"
+    out: dict[str, list[str]] = {}
+    for n in cluster["nodes"]:
+        if (n.get("host") or "127.0.0.1") != mine:
+            out.setdefault(n.get("hostName") or "local", sorted({mine, *clients}) + [SSH_CLIENT])
+    if not out:
+        raise ValueError(f"{leader}: every node of the cluster is on its host ({mine}): no majority to cut it from")
+    return out
+
+
 def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
     nodes = server_nodes(cluster)
+    if fault == "partition-majority":  # the hook runs on every other server host: the majority cuts itself off
+        mine = next(n for n in nodes if n["name"] == leader).get("host") or "127.0.0.1"
+        return [n["name"] for n in nodes if (n.get("host") or "127.0.0.1") != mine]
     if fault in ("kill-leader", "partition-leader", "pause-leader", "partition-minority", "slow-link-leader"):
         return [leader]
     if fault in ("crash-all", "power-loss"):
@@ -853,7 +882,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         peers = None
         if hold == "partition":
             try:
-                peers = partition_peers(cluster, fault["targets"])
+                peers = (majority_peers(cluster, leader, client_addresses(inventory)) if run.fault == "partition-majority"
+                         else partition_peers(cluster, fault["targets"]))
             except ValueError as e:
                 raise CellFailure("error", f"{run.fault}: {e}", "set-up") from None
             record["faultPlan"]["peers"] = peers

@@ -35,16 +35,21 @@ FAULTS = {
     # the leader's host cut off from every other host, its clients included (the clients on the majority's side);
     # only its ssh server's port stays open (the fault hook's control channel)
     "partition-minority": ("kafka", "pulsar"),
+    # the leader's host and the clients on one side, every other server on the other: each other server drops
+    # packets to and from the leader's host, the client hosts and the controller (the fault cycle's own client), but
+    # its ssh server's port. A leader that keeps its clients and loses its peers (Jepsen's and Vanlightly's acks=1 case)
+    "partition-majority": ("kafka", "pulsar"),
     # a token bucket (tc tbf, slow_link_kbit) on the egress of the leader's host: a slow link, not a cut one
     "slow-link-leader": ("kafka", "pulsar"),
 }
 # faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds.
 # The value is how the fault hook holds them (systems/faulthook.py)
 HOLD_FAULTS = {"partition-leader": "partition", "pause-leader": "pause", "partition-minority": "isolate-all",
+               "partition-majority": "partition",
                "slow-link-leader": "throttle"}
 # faults a single machine cannot run: the nodes must have network addresses of their own (and a firewall or a
 # token bucket on this machine's own interfaces would strike more than the cluster)
-NEEDS_HOSTS = ("partition-leader", "partition-minority", "slow-link-leader")
+NEEDS_HOSTS = ("partition-leader", "partition-minority", "partition-majority", "slow-link-leader")
 # the token bucket of slow-link-leader unless the experiment sets slow_link_kbit: 8 Mbit/s, below the replication
 # and acknowledgement traffic of the fault workloads' 2 000 msg/s of 1 KB (16 Mbit/s leaving the leader per follower)
 SLOW_LINK_KBIT = 8000

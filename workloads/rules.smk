@@ -41,7 +41,7 @@ if WL_FAULTS:
 # the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
 # scale's own runs; its fault runs that `all` does not run are only in this target's DAG. On hosts of their own
 # (lab, hosts, aws) the grid also holds the leader apart (E000-FAULTHOLD: partition-leader, partition-minority,
-# pause-leader, slow-link-leader)
+# partition-majority, pause-leader, slow-link-leader)
 WL_FAULT_EXPS = ["E000-FAULT"] + (["E000-FAULTHOLD"] if WL_TESTBED in ("lab", "hosts", "aws") else [])
 if config["workloads"]["experiments"]:  # experiments chosen (workloads.experiments): the faults target runs those of
     # them with faults, e.g. only E000-FAULTHOLD's hold cells on a lab

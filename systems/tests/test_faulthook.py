@@ -68,6 +68,24 @@ def test_a_token_bucket_has_a_burst_and_a_queue_of_its_rate_and_a_handle_of_the_
     assert h.endswith(":") and 1 <= int(h[:-1], 16) <= 0xfffe
 
 
+def test_a_partition_keeps_the_ssh_port_open_to_its_peers_and_names_the_ssh_client_on_request(monkeypatch):
+    rules = faulthook.partition_ruleset("sbfault_x", ["10.77.0.1", "10.77.0.11"], [22])
+    inp = next(line for line in rules.splitlines() if "chain input" in line)
+    out = next(line for line in rules.splitlines() if "chain output" in line)
+    # the kept port comes first: a controller among the peers still drives and heals the hook
+    assert inp.index("tcp dport { 22 } accept;") < inp.index("ip saddr @peers4 drop;")
+    assert out.index("tcp sport { 22 } accept;") < out.index("ip daddr @peers4 drop;")
+    assert "tcp" not in faulthook.partition_ruleset("sbfault_x", ["10.77.0.1"])
+    with pytest.raises(ValueError, match="out of range"):
+        faulthook.partition_ruleset("sbfault_x", ["10.77.0.1"], [70000])
+    monkeypatch.setenv("SSH_CONNECTION", "10.77.31.1 51234 10.77.31.12 22")
+    assert faulthook.resolve_peers(["10.77.31.11", "@ssh-client"]) == ["10.77.31.11", "10.77.31.1"]
+    monkeypatch.delenv("SSH_CONNECTION")
+    with pytest.raises(faulthook.HookError, match="not started over ssh"):
+        faulthook.resolve_peers(["@ssh-client"])
+    assert faulthook.resolve_peers(["10.77.31.11"]) == ["10.77.31.11"]
+
+
 @pytest.mark.parametrize("peers", [[], ["not-an-address"]])
 def test_a_partition_without_a_peer_address_is_refused(peers):
     with pytest.raises(ValueError):
@@ -286,6 +304,45 @@ def test_isolate_all_cuts_every_path_but_the_ssh_port_and_loopback_and_heals(two
             hook.p.stdin.close()
             hook.p.wait(30)
         assert table not in _tables(a) and _connects(b, "10.99.31.1", 19092), "healed as the hook failed and exited"
+    finally:
+        ssh_like.kill()
+        ssh_like.wait(10)
+
+
+@needs_root_nft
+def test_isolate_from_the_ssh_client_cuts_its_traffic_but_the_ssh_port_and_heals(two_hosts, node):
+    """partition-majority's side of a server: the controller (the fault cycle's client on the lab) is among the peers
+    as @ssh-client; its traffic to the node is cut, the hook's own channel (the ssh port) is not."""
+    a, b = two_hosts
+    rundir, rec = node
+    table = faulthook.table_name(rundir)
+    ssh_like = _listen(a, 19022)
+    try:
+        t_end = time.monotonic() + 20
+        while not _connects(b, "10.99.31.1", 19022) and time.monotonic() < t_end:
+            time.sleep(0.2)
+        hook = _HookProc(a, rundir, "n1", SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
+        try:
+            assert hook.event()["event"] == "ready"
+            ev = hook.send("isolate @ssh-client")
+            assert ev["event"] == "isolated" and ev["peers"] == ["10.99.31.2"] and ev["keep"] == [19022], ev
+            assert not _connects(b, "10.99.31.1", 19092), "the ssh client's host no longer reaches the node"
+            assert _connects(b, "10.99.31.1", 19022), "but still the ssh port"
+            assert hook.send("heal")["event"] == "healed"
+            assert table not in _tables(a) and _connects(b, "10.99.31.1", 19092)
+        finally:
+            hook.p.stdin.close()
+            hook.p.wait(30)
+        # without SSH_CONNECTION the name is refused in one event, and nothing is added
+        hook = _HookProc(a, rundir, "n1")
+        try:
+            assert hook.event()["event"] == "ready"
+            ev = hook.send("isolate @ssh-client")
+            assert ev["event"] == "failed" and "not started over ssh" in ev["error"], ev
+        finally:
+            hook.p.stdin.close()
+            hook.p.wait(30)
+        assert table not in _tables(a)
     finally:
         ssh_like.kill()
         ssh_like.wait(10)

@@ -159,8 +159,28 @@ def test_a_partition_cuts_the_targets_host_from_every_other_server_host_and_need
     with pytest.raises(ValueError, match="broker-1: every node of the cluster is on its host"):
         faultrun.partition_peers(local, ["broker-1"])
     # the network faults need hosts of their own; a pause runs anywhere
-    assert plan.NEEDS_HOSTS == ("partition-leader", "partition-minority", "slow-link-leader")
+    assert plan.NEEDS_HOSTS == ("partition-leader", "partition-minority", "partition-majority", "slow-link-leader")
     assert set(plan.HOLD_FAULTS) <= set(plan.FAULTS) and "pause-leader" not in plan.NEEDS_HOSTS
+
+
+def test_a_majority_partition_runs_on_every_other_server_host_and_cuts_the_leader_and_the_clients_from_it():
+    where = {"zookeeper": ("server-1", "10.77.0.11"), "bookie-1": ("server-1", "10.77.0.11"),
+             "broker-1": ("server-1", "10.77.0.11"), "bookie-2": ("server-2", "10.77.0.12"),
+             "bookie-3": ("server-3", "10.77.0.13")}
+    cluster = {"nodes": [{"name": n, "hostName": h, "host": a} for n, (h, a) in where.items()]}
+    assert faultrun.targets("partition-majority", cluster, "broker-1", {"seed": 1}) == ["bookie-2", "bookie-3"]
+    assert faultrun.targets("partition-majority", cluster, "bookie-3", {"seed": 1}) == [
+        "zookeeper", "bookie-1", "broker-1", "bookie-2"]
+    peers = faultrun.majority_peers(cluster, "broker-1", ["10.77.0.21"])
+    assert peers == {"server-2": ["10.77.0.11", "10.77.0.21", "@ssh-client"],
+                     "server-3": ["10.77.0.11", "10.77.0.21", "@ssh-client"]}
+    # the other servers keep each other: neither drops the other's address
+    assert all("10.77.0.12" not in v and "10.77.0.13" not in v for v in peers.values())
+    local = {"nodes": [{"name": n, "host": "127.0.0.1"} for n in where]}
+    with pytest.raises(ValueError, match="broker-1: every node of the cluster is on its host"):
+        faultrun.majority_peers(local, "broker-1", [])
+    assert faultrun.client_addresses(None) == []
+    assert plan.HOLD_FAULTS["partition-majority"] == "partition" and "partition-majority" in plan.NEEDS_HOSTS
 
 
 def test_a_pause_holds_the_leader_stopped_for_down_seconds_then_it_runs_on_without_a_restart(tmp_path):
