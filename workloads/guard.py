@@ -206,6 +206,33 @@ def _proc_cpu(pids) -> int:
     return t
 
 
+def _proc_name(pid: int) -> str:
+    """A process's command line, shortened (the interpreter's own path dropped for python and java), or its name."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        argv = [a.decode(errors="replace") for a in argv if a]
+    except OSError:
+        argv = []
+    if not argv:
+        try:
+            st = Path(f"/proc/{pid}/stat").read_text()
+            return st[st.index("(") + 1:st.rindex(")")]
+        except OSError:
+            return "?"
+    prog = os.path.basename(argv[0])
+    rest = argv[1:]
+    if prog.startswith("python") and rest[:1] == ["-m"]:
+        rest = rest[1:2]
+    elif prog.startswith("python") and rest:
+        rest = [os.path.basename(rest[0])] if not rest[0].startswith("-") else rest[:1]
+    elif prog == "java":
+        main = next((a for a in rest if not a.startswith("-") and "/" not in a and "." in a), None)
+        rest = [main] if main else []
+    else:
+        rest = rest[:2]
+    return " ".join([prog, *rest])[:80]
+
+
 def _group_pids(pgids: set[int]) -> list[int]:
     return [pid for pid, rest in _all_stats() if int(rest[2]) in pgids]
 
@@ -229,22 +256,51 @@ class HostSampler(threading.Thread):
         self.cluster_pids, self.runner_pids = cluster_pids, runner_pids
         self.data_path, self.limits, self.on_disk_full, self.interval = data_path, limits, on_disk_full, interval
         self.samples: list[dict] = []
+        self.names: dict[int, str] = {}
+        self._last_other: dict[int, int] = {}
         self.disk_full: str | None = None
         self.peak_used = 0
         self._halt = threading.Event()
 
     def sample(self) -> dict:
         total, idle, steal, irq = read_stat_irq()
-        cl = _proc_cpu(self.cluster_pids()) if self.cluster_pids else 0
-        rn = _proc_cpu(self.runner_pids()) if self.runner_pids else 0
-        kt = kernel_thread_cpu()
+        cpids = set(self.cluster_pids()) if self.cluster_pids else set()
+        rpids = set(self.runner_pids()) if self.runner_pids else set()
+        cl = rn = kt = 0
+        now: dict[int, int] = {}
+        for pid, rest in _all_stats():  # one pass over /proc: the kernel threads, the cluster, the runner, the rest
+            j = int(rest[11]) + int(rest[12])  # utime + stime
+            if int(rest[6]) & PF_KTHREAD:
+                kt += j
+            elif pid in cpids:
+                cl += j
+            elif pid in rpids:
+                rn += j
+            else:
+                now[pid] = j
+        other = self._other_delta(now)
         with open("/proc/loadavg") as fh:
             load1 = float(fh.read().split()[0])
         du = shutil.disk_usage(self.data_path)
         self.peak_used = max(self.peak_used, du.used)
         return {"t": time.time(), "total": total, "idle": idle, "steal": steal, "irq": irq, "kthreads": kt,
-                "cluster": cl, "runner": rn,
+                "cluster": cl, "runner": rn, "other": other,
                 "load1": load1, "used": du.used, "diskTotal": du.total, "free": du.free}
+
+    def _other_delta(self, now: dict[int, int]) -> dict[int, int]:
+        """The CPU jiffies each other process (neither the cluster's nor the runner's, not a kernel thread) used since
+        the last sample, only those that used any; their names are kept once (what a suspect run names)."""
+        last, self._last_other = self._last_other, now
+        out: dict[int, int] = {}
+        if not last:  # the first sample: nothing to compare with
+            return out
+        for pid, j in now.items():
+            d = j - last.get(pid, 0)  # a process new since the last sample: all it used
+            if d > 0:
+                out[pid] = d
+                if pid not in self.names:
+                    self.names[pid] = _proc_name(pid)
+        return out
 
     def run(self) -> None:
         stop_frac = min(self.limits["disk_stop_used_fraction"], BOOKIE_READONLY_FRACTION)
@@ -293,11 +349,19 @@ class HostSampler(threading.Thread):
         kernel = (used("kthreads") + used("irq")) / hz / secs if "kthreads" in a else 0.0
         busy_cores = busy * cores
         loads = [s["load1"] for s in ss]
+        per: dict[int, int] = {}
+        for s_ in ss[1:]:  # each row holds what the other processes used since the row before it
+            for pid, d in (s_.get("other") or {}).items():
+                per[pid] = per.get(pid, 0) + d
+        top = sorted(per.items(), key=lambda kv: -kv[1])[:3]
+        named = [{"pid": pid, "name": self.names.get(pid, "?"), "cores": round(d / hz / secs, 2)}
+                 for pid, d in top if d / hz / secs >= 0.01]
         return {"cores": cores, "seconds": round(secs, 1), "cpuUtilisationPercent": round(100 * busy, 1),
                 "stealPercent": round(100 * (b["steal"] - a["steal"]) / dtot, 2),
                 "clusterCores": round(cluster, 2), "runnerCores": round(runner, 2),
                 "kernelCores": round(kernel, 2),
                 "foreignCores": round(max(0.0, busy_cores - cluster - runner - kernel), 2),
+                "foreignProcesses": named,
                 "loadAverageMean": round(sum(loads) / len(loads), 2), "loadAverageMax": round(max(loads), 2)}
 
 
@@ -354,8 +418,9 @@ def validity(host: dict | None, result: dict, limits: dict) -> dict:
     if host:
         on = f" ({host['foreignHost']})" if host.get("foreignHost") else ""
         if host["foreignCores"] > limits["suspect_foreign_cpu_cores"]:
+            top = "; ".join(f"{p['name']} (pid {p['pid']}) {p['cores']}" for p in host.get("foreignProcesses") or [])
             reasons.append(f"the host{on} ran other work: {host['foreignCores']} cores beside the cluster and the runner "
-                           f"(bound {limits['suspect_foreign_cpu_cores']})")
+                           f"(bound {limits['suspect_foreign_cpu_cores']})" + (f"; the busiest: {top}" if top else ""))
         if host["stealPercent"] > limits["suspect_steal_percent"]:
             where = f" on {host['stealHost']}" if host.get("stealHost") else ""
             reasons.append(f"CPU steal {host['stealPercent']} %{where} (bound {limits['suspect_steal_percent']} %)")

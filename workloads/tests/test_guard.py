@@ -166,6 +166,44 @@ def test_summary_counts_kernel_time_apart_from_foreign_work():
     assert summ["foreignCores"] == pytest.approx(0.2)
 
 
+def test_the_other_processes_that_used_the_foreign_cores_are_named_busiest_first():
+    """Rows carry what each other process used since the row before; the summary names the three busiest over the
+    window (from 0.01 cores), and a suspect run's reason names them."""
+    hz = os.sysconf("SC_CLK_TCK")
+    s = guard.HostSampler(None, None, Path("."), LIM)
+    total = 10 * hz * (os.cpu_count() or 1)
+    base = {"steal": 0, "irq": 0, "kthreads": 0, "cluster": 0, "runner": 0, "load1": 1.0}
+    s.samples = [dict(base, t=0.0, total=0, idle=0, other={7: 999 * hz}),  # before the window: not counted
+                 dict(base, t=5.0, total=total // 2, idle=total // 2 - 4 * hz, other={11: 3 * hz, 12: 1 * hz}),
+                 dict(base, t=10.0, total=total, idle=total - 9 * hz, other={11: 3 * hz, 13: 2 * hz, 14: 0})]
+    s.names = {11: "python -m workloads.diskpeak", 12: "snakemake", 13: "fio", 7: "old"}
+    summ = s.summary()
+    assert summ["foreignCores"] == pytest.approx(0.9)
+    assert summ["foreignProcesses"] == [{"pid": 11, "name": "python -m workloads.diskpeak", "cores": 0.6},
+                                        {"pid": 13, "name": "fio", "cores": 0.2},
+                                        {"pid": 12, "name": "snakemake", "cores": 0.1}]
+    v = guard.validity(summ, {}, LIM)
+    assert v["status"] == "suspect" and v["reasons"][0].endswith(
+        "; the busiest: python -m workloads.diskpeak (pid 11) 0.6; fio (pid 13) 0.2; snakemake (pid 12) 0.1")
+    # rows from before this field (and a remote host's) name nothing
+    for r in s.samples:
+        r.pop("other")
+    assert s.summary()["foreignProcesses"] == []
+
+
+def test_a_process_is_named_by_its_program_and_module_or_main_class():
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.2)
+        assert guard._proc_name(p.pid).startswith("python") and "-c" in guard._proc_name(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    assert guard._proc_name(1) and guard._proc_name(2 ** 22 + 12345) == "?"
+
+
 _CLUSTER_LIKE = r"""
 import os, socket, sys, threading, time
 # what a cluster makes the kernel do: fsynced writes (journal, writeback) and loopback traffic
@@ -207,7 +245,7 @@ def _sampled_run(tmp_path, hog: bool) -> dict:
             hog_p.kill()
             hog_p.wait()
     summ = s.summary()
-    return {"summary": summ, "validity": guard.validity(summ, {}, LIM)}
+    return {"summary": summ, "validity": guard.validity(summ, {}, LIM), "hog": hog_p.pid if hog_p else None}
 
 
 @pytest.mark.serial  # its quiet half needs a quiet machine: env/test runs it after the parallel pass, alone
@@ -220,4 +258,6 @@ def test_a_cpu_hog_beside_a_run_is_flagged_and_the_same_run_without_it_is_not(tm
     busy = _sampled_run(tmp_path, hog=True)
     assert busy["validity"]["status"] == "suspect", busy
     assert busy["summary"]["foreignCores"] >= 0.7, busy
+    top = busy["summary"]["foreignProcesses"][0]  # the hog is named: what "other work" was
+    assert top["pid"] == busy["hog"] and top["name"].startswith("python") and top["cores"] >= 0.7, busy
     assert any("the host ran other work" in r for r in busy["validity"]["reasons"])
