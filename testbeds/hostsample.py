@@ -40,11 +40,13 @@ def pgids(pattern):
         except (OSError, ValueError, KeyError):
             pass
     return out
+last, named = {}, set()
 while not stop.is_set():
     with open("/proc/stat") as fh:
         v = [int(x) for x in fh.readline().split()[1:]]
     cl, rn = pgids(runs), pgids(bench)
     c = r = k = 0
+    cur = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -61,6 +63,16 @@ while not stop.is_set():
             c += t
         elif int(rest[2]) in rn:
             r += t
+        else:
+            cur[d] = (t, s[s.index("(") + 1:s.rindex(")")])
+    other, names = {}, {}
+    for p, (t, comm) in cur.items():  # what each other process used since the last line (none on the first)
+        if last and t > last.get(p, 0):
+            other[p] = t - last.get(p, 0)
+            if p not in named:
+                named.add(p)
+                names[p] = comm
+    last = {p: tc[0] for p, tc in cur.items()}
     disks = []
     for d in dirs:
         try:
@@ -71,7 +83,8 @@ while not stop.is_set():
     with open("/proc/loadavg") as fh:
         load1 = float(fh.read().split()[0])
     print(json.dumps({"t": time.time(), "total": sum(v[:8]), "idle": v[3] + v[4], "steal": v[7] if len(v) > 7 else 0,
-                      "irq": v[5] + v[6], "kthreads": k, "cluster": c, "runner": r, "load1": load1,
+                      "irq": v[5] + v[6], "kthreads": k, "cluster": c, "runner": r, "other": other,
+                      "names": names, "load1": load1,
                       "cores": os.cpu_count(), "hz": os.sysconf("SC_CLK_TCK"), "disks": disks}), flush=True)
     stop.wait(interval)
 """
@@ -148,6 +161,7 @@ class RemoteSampler:
         from workloads import guard
         s = guard.HostSampler(None, None, ".", self.limits)
         s.samples = self.samples.get(name, [])
+        s.names = {p: n for row in s.samples for p, n in (row.get("names") or {}).items()}  # a host's kernel names
         return s.summary(t0, t1)
 
     def summary(self, t0: float | None = None, t1: float | None = None) -> dict[str, Any] | None:

@@ -354,7 +354,7 @@ class HostSampler(threading.Thread):
             for pid, d in (s_.get("other") or {}).items():
                 per[pid] = per.get(pid, 0) + d
         top = sorted(per.items(), key=lambda kv: -kv[1])[:3]
-        named = [{"pid": pid, "name": self.names.get(pid, "?"), "cores": round(d / hz / secs, 2)}
+        named = [{"pid": int(pid), "name": self.names.get(pid, "?"), "cores": round(d / hz / secs, 2)}
                  for pid, d in top if d / hz / secs >= 0.01]
         return {"cores": cores, "seconds": round(secs, 1), "cpuUtilisationPercent": round(100 * busy, 1),
                 "stealPercent": round(100 * (b["steal"] - a["steal"]) / dtot, 2),

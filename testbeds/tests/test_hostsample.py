@@ -49,6 +49,10 @@ def test_each_host_attributes_cpu_from_its_own_pid_records(sshd, tmp_path):
     assert mine and other, (s.samples, s.errors)
     assert mine["cores"] == os.cpu_count() and mine["clusterCores"] > 0.3, mine  # one busy core, its own node
     assert other["clusterCores"] == 0 and other["foreignCores"] > 0.3, other  # the same process: not client-1's
+    # on client-1 the busy process is other work, and it is named (by the kernel's name of it) with its pid
+    assert other["foreignProcesses"][0]["pid"] == busy.pid and other["foreignProcesses"][0]["cores"] > 0.3, other
+    assert other["foreignProcesses"][0]["name"].startswith("python"), other
+    assert all(p["pid"] != busy.pid for p in mine["foreignProcesses"]), mine
     summ = s.summary()
     assert set(summ["hosts"]) == {h.name for h in inv.hosts} and summ["unsampled"] == []
     assert summ["foreignHost"] != server.name and summ["foreignCores"] > 0.3
