@@ -46,7 +46,9 @@ def check_hosts(hosts: list[str]) -> list[str]:
         raise SystemsError("--hosts: empty host list")
     for h in hosts:
         if h not in (LOOPBACK, "localhost"):
-            raise SystemsError(f"--hosts: {h}: remote hosts are not implemented yet (only 127.0.0.1)")
+            raise SystemsError(f"--hosts: {h}: this command starts clusters on this machine only (127.0.0.1); for "
+                               "hosts elsewhere write an inventory and use `python -m testbeds cluster up --inventory "
+                               "FILE` (docs/hosts.md)")
     return [LOOPBACK]
 
 

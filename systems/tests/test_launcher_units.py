@@ -250,7 +250,7 @@ def _cli(*args, env=None):
     (["up", "kafka", "--level", "L9"], "unknown level 'L9'"),
     (["up", "kafka", "--level", "L2-bypass"], "levels.L2-bypass.kafka: level L2-bypass is not defined for kafka"),
     (["up", "pulsar", "--level", "L1", "--tuning", "fast"], "unknown tuning profile 'fast'"),
-    (["up", "kafka", "--level", "L1", "--hosts", "10.0.0.5"], "10.0.0.5: remote hosts are not implemented yet"),
+    (["up", "kafka", "--level", "L1", "--hosts", "10.0.0.5"], "10.0.0.5: this command starts clusters on this machine only"),
     (["prepare", "rabbitmq"], "unknown system 'rabbitmq'"),
     (["up", "pravega", "--level", "L5"], "systems/durability.yaml: levels: unknown level 'L5'"),
     (["up", "pravega", "--level", "L2-bypass"],
