@@ -12,6 +12,8 @@ from its path (analysis.labels: system, level, repetition) and writes
   recovery; a cell without a run is "not run", kill-bookie on a system without bookies is "n/a";
 - paper/tables/faults-claims.{csv,md}: the durability levels' definitions (studies.md §000.2) tested on this
   testbed's runs, one row per claim and system, with the counts behind each verdict;
+- paper/tables/faults-hosts.{csv,md}: the hold faults (partitions, pause, slow link) of every other testbed that ran
+  them (hosts of their own: lab, hosts, aws), testbed x system x level x hold fault, as the grid's cells;
 - paper/figures/faults-lost.{svg,png,pdf,json};
 - paper/figures/faults-timeline.{svg,png,pdf,json}: one run per fault of this testbed (the one that lost most), second
   by second (x-streambench.faultTimeline.perSecond: acknowledgements, publish errors, acknowledged sends lost by
@@ -40,7 +42,7 @@ from .labels import (APART_FAULTS, FAULT_SUFFIXES, FAULTS, HOLD_FAULTS, KNOWN_FA
 from .report import to_csv, to_md, write_text_atomic
 
 FIGURE_IDS = ["faults-lost", "faults-timeline"]
-TABLE_IDS = ["faults", "faults-claims"]
+TABLE_IDS = ["faults", "faults-claims", "faults-hosts"]
 # the levels each system runs (systems/durability.yaml); a system found in the data but not here gets its own levels
 SYSTEM_LEVELS = {"kafka": ["L1", "L2", "L3", "L4"], "pulsar": ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]}
 LEVEL_ORDER = ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
@@ -77,6 +79,7 @@ MD_CLAIM_COLS = ["claim_id", "claim", "system", "n", "runs_with_loss", "lost_tot
 # relative column widths of the paper's tables (pandoc reads them from the dashes of a pipe table's separator line)
 MD_CLAIM_WIDTHS = [5, 14, 5, 3, 5, 5, 7, 9, 24]
 MD_GRID_WIDTHS = [5, 7, 4, 8, 10, 10, 10, 10, 10]
+MD_HOSTS_WIDTHS = [5, 5, 4, 4, 10, 10, 10, 10, 10]
 
 
 # --------------------------------------------------------------------------------------------------- reading
@@ -273,6 +276,31 @@ def wide_table(cl: list[dict]) -> tuple[list[str], list[dict]]:
         r[c["fault"]] = cell_text(c)
     faults = [f for f in KNOWN_FAULTS if any(c["fault"] == f for c in cl)] or FAULTS
     return ["system", "level", "ack", "local", *faults], list(rows.values())
+
+
+def hosts_grid(runs: pl.DataFrame, testbed: str) -> tuple[list[str], list[dict]]:
+    """The hold faults as the testbeds with hosts of their own ran them (lab, a user's hosts, EC2), beside this
+    testbed's grid: one row per testbed, system and level with a hold-fault run, a column per hold fault run there
+    (cell_text; 'not run' where that testbed has no run of it); the claims resting on them per testbed are the
+    findings' (analysis.findings.s_faults). Without such runs, one row that says so."""
+    held = runs.filter(pl.col("fault").is_in(HOLD_FAULTS) & (pl.col("testbed") != testbed))
+    tbs = sorted(set(held["testbed"].to_list()))
+    if not tbs:
+        return (["testbed", "hold faults"], [{"testbed": "none", "hold faults": (
+            "no testbed with hosts of its own has run them here (`snakemake --profile lab faults` does)")}])
+    faults = [f for f in HOLD_FAULTS if f in set(held["fault"].to_list())]
+    rows = []
+    for tb in tbs:
+        cl = [c for c in cells(runs, tb) if c["fault"] in HOLD_FAULTS]
+        ran = {(c["system"], c["level"]) for c in cl if c["status"] == "run"}
+        for (system, level) in sorted(ran, key=lambda k: (k[0], LEVEL_ORDER.index(k[1]) if k[1] in LEVEL_ORDER else 99)):
+            ack, local = LEVEL_MODES[level]
+            row = {"testbed": tb, "system": system, "level": level, "ack": ack}
+            for f in faults:
+                c = next((c for c in cl if (c["system"], c["level"], c["fault"]) == (system, level, f)), None)
+                row[f] = cell_text(c) if c else "n/a"
+            rows.append(row)
+    return ["testbed", "system", "level", "ack", *faults], rows
 
 
 # --------------------------------------------------------------------------------------------------- claims
@@ -558,11 +586,14 @@ def build(raw: Path, testbed: str, tables: Path, figures_dir: Path, derived: Pat
     write_text_atomic(tables / "faults.md", to_md_widths(cols, wide, MD_GRID_WIDTHS))
     write_text_atomic(tables / "faults-claims.csv", to_csv(CLAIM_COLS, cr))
     write_text_atomic(tables / "faults-claims.md", to_md_widths(MD_CLAIM_COLS, cr, MD_CLAIM_WIDTHS))
+    hcols, hrows = hosts_grid(runs, testbed)
+    write_text_atomic(tables / "faults-hosts.csv", to_csv(hcols, hrows))
+    write_text_atomic(tables / "faults-hosts.md", to_md_widths(hcols, hrows, MD_HOSTS_WIDTHS))
     chart, caption, alt_text = figure(runs, cl, testbed)
     save_chart(chart, "faults-lost", caption, alt_text, figures_dir, png_scale)
     chart, caption, alt_text = figure_timeline(runs, testbed)
     save_chart(chart, "faults-timeline", caption, alt_text, figures_dir, png_scale)
-    return {"runs": runs, "cells": cl, "claims": cr}
+    return {"runs": runs, "cells": cl, "claims": cr, "hosts": hrows}
 
 
 def main(argv=None):

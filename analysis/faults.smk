@@ -7,7 +7,7 @@
 # of the grid. Without any (a scale without fault experiments, analysis.with_runs=false, or this file included
 # alone) the figure and tables are built from the result files on disk: an empty grid says "not run".
 AN_FAULT_FIGURES = ["faults-lost", "faults-timeline"]
-AN_FAULT_TABLES = ["faults", "faults-claims"]
+AN_FAULT_TABLES = ["faults", "faults-claims", "faults-hosts"]
 AN_FAULT_EXPERIMENTS = sorted({e for r in globals().get("WL_RUNS", []) if getattr(r, "fault", None) for e in r.experiments})
 
 

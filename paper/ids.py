@@ -73,6 +73,7 @@ TABLE_IDS = [
     # the fault study (paper/sections/faults.qmd, analysis/faults.py)
     "faults",
     "faults-claims",
+    "faults-hosts",
     # the coverage of the five studies (paper/sections/coverage.qmd, analysis/coverage.py)
     "coverage",
     "coverage-counts",

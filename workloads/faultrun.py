@@ -367,12 +367,21 @@ class PulsarClient:
             raise CellFailure("cluster", f"creating topic {topic}: {code} {text[:200]}", "set-up")
         # a durable subscription from the start: without one Pulsar keeps nothing (retention 0) and trims every
         # ledger that is closed, e.g. when a bookie fault rolls the ledger over; the verifier would then miss
-        # acknowledged messages the cluster deleted on purpose
-        code, text = http("PUT", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/subscription/"
-                          f"{VERIFY_SUBSCRIPTION}")
-        if code not in (200, 204):
-            raise CellFailure("cluster", f"creating subscription {VERIFY_SUBSCRIPTION} on {topic}: {code} "
-                              f"{text[:200]}", "set-up")
+        # acknowledged messages the cluster deleted on purpose. Creating it opens the topic's first ledger, which
+        # needs an ensemble of bookies the broker holds writable: after a partition cut bookies off their metadata
+        # store they register again a few seconds after the heal, and until then the broker answers 500 "Not enough
+        # non-faulty bookies". That is the cluster still recovering from the last cycle: waited for, up to
+        # SERVING_RETRY_SECONDS; any other answer, or that one past the wait, fails the cell as before.
+        deadline = time.monotonic() + SERVING_RETRY_SECONDS
+        while True:
+            code, text = http("PUT", f"{self.http}/admin/v2/persistent/{self.namespace}/{topic}/subscription/"
+                              f"{VERIFY_SUBSCRIPTION}")
+            if code in (200, 204, 409):  # 409: an earlier try made it before its answer was lost
+                return
+            if not (code >= 500 and "bookies" in text) or time.monotonic() >= deadline:
+                raise CellFailure("cluster", f"creating subscription {VERIFY_SUBSCRIPTION} on {topic}: {code} "
+                                  f"{text[:200]}", "set-up")
+            time.sleep(2)
 
     def wait_serving(self, seconds: float) -> None:
         """The broker's health check passes: it writes and reads a heartbeat topic through the bookies."""
@@ -482,6 +491,9 @@ class _PulsarSend:
 
 
 # ------------------------------------------------------------------------------------------------------- targets
+SERVING_RETRY_SECONDS = 120  # how long set-up waits for bookies that are registering again (PulsarClient.create_topic)
+
+
 def client_addresses(inventory: str | None) -> list[str]:
     """The addresses of the inventory's client hosts (none on this machine)."""
     if inventory is None:

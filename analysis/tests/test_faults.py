@@ -249,6 +249,29 @@ def test_tables_and_figure(raw, tmp_path):
     assert (tmp_path / "f2" / "faults-lost.svg").stat().st_size > 0
     with open(tmp_path / "t2" / "faults-claims.csv", newline="") as fh:
         assert {r["verdict"] for r in csv.DictReader(fh)} == {"not tested"}
+    # no testbed with hosts ran a hold fault: the hosts table says so in its one row
+    hosts_md = (tables / "faults-hosts.md").read_text().splitlines()
+    assert len(hosts_md) == 3 and "no testbed with hosts of its own has run them" in hosts_md[2]
+
+
+def test_the_hold_faults_of_testbeds_with_hosts_are_tabled_beside_this_testbeds_grid(raw, tmp_path):
+    for rep, lost in enumerate([16414, 0, 3], 1):
+        write(raw, "kafka", "L4", "partition-majority", rep, fault_doc("partition-majority", lost, seed=rep), testbed="lab")
+    write(raw, "kafka", "L1", "partition-majority", 1, fault_doc("partition-majority", 0, seed=9), testbed="lab")
+    write(raw, "pulsar", "L1", "pause-leader", 1, fault_doc("pause-leader", 0, seed=8), testbed="lab")
+    write(raw, "kafka", "L1", "pause-leader", 1, fault_doc("pause-leader", 0, seed=7), testbed="hosts")
+    tables = tmp_path / "tables"
+    out = faults.build(raw, "local", tables, tmp_path / "figures", png_scale=1)
+    md = (tables / "faults-hosts.md").read_text().splitlines()
+    assert md[0] == "| testbed | system | level | ack | partition-majority | pause-leader |"
+    assert md[2:] == ["| hosts | kafka | L1 | ack-2 | not run | 0 (0–0), n=1 |",
+                      "| lab | kafka | L1 | ack-2 | 0 (0–0), n=1 | not run |",
+                      "| lab | kafka | L4 | ack-1 | 3 (0–16414), n=3 | not run |",
+                      "| lab | pulsar | L1 | ack-2 | not run | 0 (0–0), n=1 |"]
+    with open(tables / "faults-hosts.csv", newline="") as fh:
+        assert list(csv.DictReader(fh))[2]["partition-majority"] == "3 (0–16414), n=3"
+    # this testbed's own grid and claims are its own runs only
+    assert all(c["testbed"] == "local" for c in out["cells"]) and len(out["hosts"]) == 4
 
 
 def test_the_fault_rule_builds_the_study_alone(raw, tmp_path):

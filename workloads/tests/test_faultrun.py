@@ -377,3 +377,27 @@ def test_per_second_counts_sends_acks_errors_and_the_lost_by_the_second_they_wer
                     {"s": 2, "sent": 0, "acked": 0, "errors": 2, "lost": 0},
                     {"s": 3, "sent": 0, "acked": 2, "errors": 0, "lost": 0}]
     assert sum(r["sent"] for r in rows) == a.count and per_second(Audit(3), [], 0.0) == []
+
+
+def test_set_up_waits_for_bookies_registering_again_after_a_partition_and_fails_on_anything_else(monkeypatch):
+    """Pulsar L4 partition-majority, cycle 7 on the lab: the broker answered 500 "Not enough non-faulty bookies" to
+    the verify subscription right after the last cycle's heal (the cut-off bookies were registering again) and the
+    cell failed; now set-up waits for them, and any other error still fails at once."""
+    from systems import pulsar as sp
+    answers = []
+    monkeypatch.setattr(sp, "http", lambda method, url, *a, **k: answers.pop(0))
+    monkeypatch.setattr(faultrun.time, "sleep", lambda s: None)
+    c = object.__new__(faultrun.PulsarClient)
+    c.http, c.namespace = "http://10.77.0.11:8080", "public/default"
+    busy = (500, '{"reason":"ManagedLedgerException: Not enough non-faulty bookies available error code: -6"}')
+    answers[:] = [(204, ""), busy, busy, (204, "")]
+    c.create_topic("t", 8)
+    assert answers == []
+    answers[:] = [(204, ""), (500, "NullPointerException")]
+    with pytest.raises(faultrun.CellFailure, match="NullPointerException"):
+        c.create_topic("t", 8)
+    monkeypatch.setattr(faultrun, "SERVING_RETRY_SECONDS", 0)
+    answers[:] = [(204, ""), busy, busy]
+    with pytest.raises(faultrun.CellFailure, match="Not enough non-faulty bookies"):
+        c.create_topic("t", 8)
+    assert answers == [busy]  # the first try past the wait is the last
