@@ -291,14 +291,10 @@ def hosts_grid(runs: pl.DataFrame, testbed: str) -> tuple[list[str], list[dict]]
     faults = [f for f in HOLD_FAULTS if f in set(held["fault"].to_list())]
     rows = []
     for tb in tbs:
-        cl = [c for c in cells(runs, tb) if c["fault"] in HOLD_FAULTS]
-        ran = {(c["system"], c["level"]) for c in cl if c["status"] == "run"}
-        for (system, level) in sorted(ran, key=lambda k: (k[0], LEVEL_ORDER.index(k[1]) if k[1] in LEVEL_ORDER else 99)):
-            ack, local = LEVEL_MODES[level]
-            row = {"testbed": tb, "system": system, "level": level, "ack": ack}
-            for f in faults:
-                c = next((c for c in cl if (c["system"], c["level"], c["fault"]) == (system, level, f)), None)
-                row[f] = cell_text(c) if c else "n/a"
+        by = {(c["system"], c["level"], c["fault"]): c for c in cells(runs, tb) if c["fault"] in faults}
+        for system, level in dict.fromkeys((s_, lv) for (s_, lv, _), c in by.items() if c["status"] == "run"):
+            row = {"testbed": tb, "system": system, "level": level, "ack": LEVEL_MODES[level][0]}
+            row.update({f: cell_text(by[(system, level, f)]) if (system, level, f) in by else "n/a" for f in faults})
             rows.append(row)
     return ["testbed", "system", "level", "ack", *faults], rows
 

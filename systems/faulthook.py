@@ -140,15 +140,15 @@ class Hook:
             say(event="resumed", t=time.time())
 
     def isolate(self, peers: list[str]) -> None:
-        keep = ssh_server_port()
+        keep = kept_ports()
         peers = resolve_peers(peers)
-        self.net.isolate(peers, [keep] if keep else [])
-        say(event="isolated", t=time.time(), peers=peers, keep=[keep] if keep else [])
+        self.net.isolate(peers, keep)
+        say(event="isolated", t=time.time(), peers=peers, keep=keep)
 
     def isolate_all(self) -> None:
-        keep = ssh_server_port()
-        self.net.isolate_all([keep] if keep else [])
-        say(event="isolated", t=time.time(), peers="all", keep=[keep] if keep else [])
+        keep = kept_ports()
+        self.net.isolate_all(keep)
+        say(event="isolated", t=time.time(), peers="all", keep=keep)
 
     def throttle(self, kbit: int) -> None:
         devs = self.net.throttle(kbit)
@@ -174,7 +174,7 @@ SSH_CLIENT = "@ssh-client"
 
 def resolve_peers(peers: list[str]) -> list[str]:
     """The peers with @ssh-client replaced by the address this hook's ssh connection comes from (the first field of
-    SSH_CONNECTION); a ValueError when the hook was not started over ssh."""
+    SSH_CONNECTION); a HookError when the hook was not started over ssh."""
     out = []
     for a in peers:
         if a == SSH_CLIENT:
@@ -230,6 +230,12 @@ def isolate_all_ruleset(table: str, keep_ports: list[int]) -> str:
         f'  chain input {{ type filter hook input priority -10; policy drop; iif "lo" accept;{keep_in} }}',
         f'  chain output {{ type filter hook output priority -10; policy drop; oif "lo" accept;{keep_out} }}',
         "}"]) + "\n"
+
+
+def kept_ports() -> list[int]:
+    """What a partition leaves open on this host: the ssh server's port the hook was reached on (none without ssh)."""
+    port = ssh_server_port()
+    return [port] if port else []
 
 
 def ssh_server_port() -> int | None:

@@ -521,18 +521,22 @@ def partition_peers(cluster: dict, names: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def _apart_from(nodes: list[dict], leader: str) -> tuple[str, list[dict]]:
+    """The leader's host address and the nodes on other hosts."""
+    mine = next(n for n in nodes if n["name"] == leader).get("host") or "127.0.0.1"
+    return mine, [n for n in nodes if (n.get("host") or "127.0.0.1") != mine]
+
+
 def majority_peers(cluster: dict, leader: str, clients: list[str]) -> dict[str, list[str]]:
     """partition-majority: per server host other than the leader's, what it drops: the leader's host, the client
     hosts' addresses and @ssh-client (the controller the hook's ssh comes from; on the lab the fault cycle's own
     client). One line naming the leader when no server host is apart from it."""
     from systems.faulthook import SSH_CLIENT
 
-    nodes = {n["name"]: n for n in cluster["nodes"]}
-    mine = nodes[leader].get("host") or "127.0.0.1"
+    mine, apart = _apart_from(cluster["nodes"], leader)
     out: dict[str, list[str]] = {}
-    for n in cluster["nodes"]:
-        if (n.get("host") or "127.0.0.1") != mine:
-            out.setdefault(n.get("hostName") or "local", sorted({mine, *clients}) + [SSH_CLIENT])
+    for n in apart:
+        out.setdefault(n.get("hostName") or "local", sorted({mine, *clients}) + [SSH_CLIENT])
     if not out:
         raise ValueError(f"{leader}: every node of the cluster is on its host ({mine}): no majority to cut it from")
     return out
@@ -541,8 +545,7 @@ def majority_peers(cluster: dict, leader: str, clients: list[str]) -> dict[str, 
 def targets(fault: str, cluster: dict, leader: str, strike: dict) -> list[str]:
     nodes = server_nodes(cluster)
     if fault == "partition-majority":  # the hook runs on every other server host: the majority cuts itself off
-        mine = next(n for n in nodes if n["name"] == leader).get("host") or "127.0.0.1"
-        return [n["name"] for n in nodes if (n.get("host") or "127.0.0.1") != mine]
+        return [n["name"] for n in _apart_from(nodes, leader)[1]]
     if fault in ("kill-leader", "partition-leader", "pause-leader", "partition-minority", "slow-link-leader"):
         return [leader]
     if fault in ("crash-all", "power-loss"):

@@ -188,24 +188,6 @@ def _all_stats():
         yield int(d), s[s.rindex(")") + 2:].split()
 
 
-def kernel_thread_cpu() -> int:
-    """CPU jiffies (utime + stime) of the host's kernel threads now: the kworkers, journal (jbd2), loop, block and
-    ksoftirqd threads that write and fsync the clusters' data and carry their loopback traffic."""
-    return sum(int(rest[11]) + int(rest[12]) for _, rest in _all_stats() if int(rest[6]) & PF_KTHREAD)
-
-
-def _proc_cpu(pids) -> int:
-    t = 0
-    for pid in pids:
-        try:
-            s = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        rest = s[s.rindex(")") + 2:].split()
-        t += int(rest[11]) + int(rest[12])  # utime + stime
-    return t
-
-
 def _proc_name(pid: int) -> str:
     """A process's command line, shortened (the interpreter's own path dropped for python and java), or its name."""
     try:

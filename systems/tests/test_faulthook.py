@@ -275,6 +275,15 @@ def _listen(ns: str, port: int) -> subprocess.Popen:
     return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code])
 
 
+def _listen_ready(ns: str, client_ns: str, port: int) -> subprocess.Popen:
+    """_listen, then wait (20 s at most) until client_ns connects: an ssh-like port on host ns."""
+    p = _listen(ns, port)
+    t_end = time.monotonic() + 20
+    while not _connects(client_ns, "10.99.31.1", port) and time.monotonic() < t_end:
+        time.sleep(0.2)
+    return p
+
+
 def _qdiscs(ns: str) -> str:
     return _in_ns(ns, "tc", "qdisc", "show", timeout=30).stdout
 
@@ -284,11 +293,8 @@ def test_isolate_all_cuts_every_path_but_the_ssh_port_and_loopback_and_heals(two
     a, b = two_hosts
     rundir, rec = node
     table = faulthook.table_name(rundir)
-    ssh_like = _listen(a, 19022)
+    ssh_like = _listen_ready(a, b, 19022)
     try:
-        t_end = time.monotonic() + 20
-        while not _connects(b, "10.99.31.1", 19022) and time.monotonic() < t_end:
-            time.sleep(0.2)
         # as if reached over ssh on port 19022 of host a (SSH_CONNECTION set as sshd sets it)
         hook = _HookProc(a, rundir, "n1", SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
         try:
@@ -316,11 +322,8 @@ def test_isolate_from_the_ssh_client_cuts_its_traffic_but_the_ssh_port_and_heals
     a, b = two_hosts
     rundir, rec = node
     table = faulthook.table_name(rundir)
-    ssh_like = _listen(a, 19022)
+    ssh_like = _listen_ready(a, b, 19022)
     try:
-        t_end = time.monotonic() + 20
-        while not _connects(b, "10.99.31.1", 19022) and time.monotonic() < t_end:
-            time.sleep(0.2)
         hook = _HookProc(a, rundir, "n1", SSH_CONNECTION="10.99.31.2 40000 10.99.31.1 19022")
         try:
             assert hook.event()["event"] == "ready"
