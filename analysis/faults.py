@@ -47,7 +47,7 @@ TABLE_IDS = ["faults", "faults-claims", "faults-hosts"]
 SYSTEM_LEVELS = {"kafka": ["L1", "L2", "L3", "L4"], "pulsar": ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]}
 LEVEL_ORDER = ["L1", "L2", "L2-bypass", "L3", "L4", "L4-bypass"]
 # faults that exist only where a system has the component they strike
-FAULT_SYSTEMS = {"kill-bookie": {"pulsar"}}
+FAULT_SYSTEMS = {"kill-bookie": {"pulsar", "pravega"}}
 # level -> (replication ack, local durability), studies.md §000.2 / systems/durability.yaml
 LEVEL_MODES = {"L1": ("ack-2", "sync"), "L2": ("ack-2", "async"), "L2-bypass": ("ack-2", "async (journal bypass)"),
                "L3": ("ack-1", "sync"), "L4": ("ack-1", "async"), "L4-bypass": ("ack-1", "async (journal bypass)")}

@@ -52,6 +52,7 @@ The verdict (never inferred from rates):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import bisect
 import datetime as dt
 import json
@@ -77,8 +78,12 @@ SLOW_MS = 1000.0       # a send acknowledged later than this counts as unavailab
 FLUSH_SECONDS = 45.0   # bound on waiting for the last acknowledgements after the traffic
 READ_SECONDS = 120.0   # bound on reading the topic back
 SETTLE_SECONDS = 3.0   # traffic past the first good send after the restart
+SETTLE_MAX_SECONDS = 60.0  # and on, at most this long, until every key had a good send after the restart
 N_KEYS = 64
 VERIFY_SUBSCRIPTION = "fault-verify"  # Pulsar: holds the topic's data until the verifier has read it
+FAULT_SCOPE = "streambench-faults"   # Pravega: the scope of the fault cycles' streams
+PRAVEGA_PROBE = "serving-probe"      # Pravega: the stream wait_serving writes one event to
+PRAVEGA_QUIET_SECONDS = 5.0          # Pravega: the verifier's end of a sealed stream: this long without an event
 
 
 class Audit:
@@ -91,10 +96,13 @@ class Audit:
         self.done = [0.0] * n   # acknowledgement / failure time (epoch s)
         self.state = bytearray(n)
         self.count = 0          # sends made
+        self.last_good = [0.0] * N_KEYS  # per key: the last acknowledgement within SLOW_MS of its send (epoch s)
 
     def ack(self, i: int, ok: bool) -> None:
-        self.done[i] = time.time()
+        t = self.done[i] = time.time()
         self.state[i] = self.OK if ok else self.FAILED
+        if ok and t - self.sent[i] <= SLOW_MS / 1000.0:
+            self.last_good[i % N_KEYS] = t
 
 
 def payload(i: int, size: int) -> bytes:
@@ -268,7 +276,7 @@ class KafkaClient:
         best = max(sorted(counts), key=lambda b: counts[b])
         return self.nodes_by_id[best]
 
-    def producer(self):
+    def producer(self, topic: str):
         from confluent_kafka import Producer
 
         conf = {"bootstrap.servers": self.bootstrap, "log_level": 2, "enable.idempotence": False,
@@ -488,6 +496,192 @@ class _PulsarSend:
             self.p.flush()
         except Exception:
             pass
+
+
+class PravegaClient:
+    """Pravega through its Rust client's Python bindings (`pravega_client`): a stream of `partitions` fixed segments
+    per cycle in one scope, events routed by key, each write's acknowledgement awaited on its own, and a verifier
+    that seals the stream and reads it back with a reader group of its own. The segment store leads every segment
+    (the plan runs one); the controller URI comes from cluster.json."""
+
+    def __init__(self, cluster: dict, driver: dict):
+        try:
+            import pravega_client
+        except ImportError:
+            raise CellFailure("error", "pravega: the Python client `pravega` is not installed (its wheels are for "
+                              "x86_64 and CPython <= 3.11 only; pyproject.toml)", "set-up") from None
+        self.pc = pravega_client
+        self.uri = cluster["pravega"]["controllerUri"]
+        self.scope = FAULT_SCOPE
+        self.driver = driver
+        self.nodes = cluster["nodes"]
+        self._mgr = None
+
+    @property
+    def mgr(self):
+        if self._mgr is None:
+            self._mgr = self.pc.StreamManager(self.uri)
+        return self._mgr
+
+    def wait_serving(self, seconds: float) -> None:
+        """The controller answers and the segment store takes a write: one event on a probe stream, acknowledged."""
+        deadline = time.monotonic() + seconds
+        err = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                self.mgr.create_scope(self.scope)
+                self.mgr.create_stream(self.scope, PRAVEGA_PROBE, 1)
+                w = self.mgr.create_writer(self.scope, PRAVEGA_PROBE)
+                left = max(1.0, min(15.0, deadline - time.monotonic()))
+
+                async def probe():
+                    await asyncio.wait_for(w.write_event_async("probe"), left)
+                asyncio.run(probe())
+                return
+            except Exception as exc:  # the controller not up yet, the segment containers not recovered yet
+                err = f"{type(exc).__name__}: {str(exc)[:200]}"
+                time.sleep(1)
+        raise CellFailure("cluster", f"pravega: no acknowledged write {seconds:.0f} s after the last cycle: {err}",
+                          "set-up")
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        try:
+            self.mgr.create_scope(self.scope)
+            if not self.mgr.create_stream(self.scope, topic, partitions):
+                raise CellFailure("cluster", f"pravega: stream {self.scope}/{topic} exists already", "set-up")
+        except CellFailure:
+            raise
+        except Exception as exc:
+            raise CellFailure("cluster", f"pravega: creating stream {self.scope}/{topic}: {exc}", "set-up") from None
+
+    def leader(self, topic: str) -> str:
+        stores = [n["name"] for n in self.nodes if n["role"] == "segmentstore"]
+        if len(stores) != 1:
+            raise CellFailure("cluster", f"pravega: {len(stores)} segment stores; the owner of a segment is looked up "
+                              "only where one segment store owns them all", "set-up")
+        return stores[0]
+
+    def producer(self, topic: str):
+        return _PravegaSend(self.mgr.create_writer(self.scope, topic))
+
+    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+        """Seal the stream (its segments' lengths are final once the segment store has recovered them), then read
+        it from the head until PRAVEGA_QUIET_SECONDS pass without an event. Events in the order read: per segment
+        in order, segments interleaved (reordering is counted per key, and a key lives in one segment)."""
+        while True:
+            try:
+                self.mgr.seal_stream(self.scope, topic)
+                break
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    raise CellFailure("timeout", f"verifier: stream {topic} not sealed: {exc}", "verify") from None
+                time.sleep(1)
+        group = f"verify-{uuid.uuid4().hex[:8]}"
+        rg = self.mgr.create_reader_group(group, self.scope, topic)
+        reader = rg.create_reader("verifier")
+        out: list[int] = []
+
+        async def read() -> None:
+            quiet_since = time.monotonic()
+            while time.monotonic() - quiet_since < PRAVEGA_QUIET_SECONDS:
+                if time.monotonic() > deadline:
+                    raise CellFailure("timeout", f"verifier: {topic} still yielding events at the deadline", "verify")
+                try:
+                    sl = await asyncio.wait_for(reader.get_segment_slice_async(), PRAVEGA_QUIET_SECONDS)
+                except asyncio.TimeoutError:
+                    continue
+                n0 = len(out)
+                for ev in sl:
+                    i = index_of(ev.data())
+                    if i is not None:
+                        out.append(i)
+                reader.release_segment(sl)
+                if len(out) > n0:
+                    quiet_since = time.monotonic()
+        try:
+            asyncio.run(read())
+        finally:
+            try:
+                reader.reader_offline()
+                self.mgr.delete_reader_group(group, self.scope)
+            except Exception:
+                pass
+        return out
+
+    def delete_topic(self, topic: str) -> None:
+        try:
+            self.mgr.seal_stream(self.scope, topic)
+        except Exception:
+            pass  # sealed by the verifier
+        self.mgr.delete_stream(self.scope, topic)
+
+    def close(self) -> None:
+        self._mgr = None
+
+
+class _PravegaSend:
+    """One write in flight per key, on an event loop of its own thread: a key's next write goes out when the last
+    one is acknowledged or has failed, keys run side by side. The bindings issue each write_event_async as a task
+    of its own, so writes in flight together reach the segment store in any order (946 of 8 000 events read back
+    out of their key's order with every write in flight at once, 0 with one per key): the per-key order Pravega
+    guarantees holds only for writes made one after another. Each acknowledgement or error goes into the audit."""
+
+    def __init__(self, writer):
+        self.w = writer
+        self.loop = asyncio.new_event_loop()
+        self.queues: dict[str, asyncio.Queue] = {}
+        self.pending = 0
+        self._lock = threading.Lock()
+        self._t = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._t.start()
+
+    async def _key_writer(self, q: asyncio.Queue) -> None:
+        while True:
+            i, event, key, audit = await q.get()
+            try:
+                await self.w.write_event_async(event, key)
+                audit.ack(i, True)
+            except Exception:
+                audit.ack(i, False)
+            finally:
+                with self._lock:
+                    self.pending -= 1
+
+    def _start(self, i: int, event: str, key: str, audit: Audit) -> None:
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = asyncio.Queue()
+            self.loop.create_task(self._key_writer(q))
+        q.put_nowait((i, event, key, audit))
+
+    def send(self, topic: str, i: int, size: int, audit: Audit) -> None:
+        with self._lock:
+            self.pending += 1
+        self.loop.call_soon_threadsafe(self._start, i, payload(i, size).decode("ascii"), key_of(i), audit)
+
+    def flush(self, seconds: float) -> int:
+        deadline = time.monotonic() + seconds
+        while self.pending and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = self.pending
+
+        async def stop() -> None:  # the per-key writers end waiting on their queues (a write still out is left)
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.wait(tasks, timeout=2) if tasks else None
+            self.loop.stop()
+        asyncio.run_coroutine_threadsafe(stop(), self.loop)
+        self._t.join(5)
+        return left
+
+
+def make_client(system: str, cluster: dict, driver: dict, log: Path):
+    if system == "kafka":
+        return KafkaClient(cluster, driver)
+    if system == "pulsar":
+        return PulsarClient(cluster, driver, log)
+    return PravegaClient(cluster, driver)
 
 
 # ------------------------------------------------------------------------------------------------------- targets
@@ -790,11 +984,13 @@ class Hook:
 
 # ------------------------------------------------------------------------------------------------------ the cycle
 def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Audit, at: float, strike,
-            recovered=lambda: True) -> float:
+            recovered=lambda: True, settled=lambda: True) -> float:
     """Send `rate` msg/s for `seconds` on a fixed schedule; call strike() at `at` seconds (from a timer thread, so a
     blocked send cannot delay it). Past `seconds`, go on at the same rate until recovered() says the cluster took a
-    send made after the restart (so that recoveryMs is measured), then SETTLE_SECONDS more (so that every key has a
-    good send again: unavailableMs), or until the audit is full. Returns the start epoch."""
+    send made after the restart (so that recoveryMs is measured), then SETTLE_SECONDS more and on until settled()
+    says every key had a good send again (unavailableMs; at most SETTLE_MAX_SECONDS past recovery: a client that
+    drains a backlog slowly, Pravega's, would otherwise end the traffic before any key sends promptly again), or
+    until the audit is full. Returns the start epoch."""
     t0 = time.time()
     timer = threading.Timer(max(0.0, t0 + at - time.time()), strike)
     timer.daemon = True
@@ -813,7 +1009,10 @@ def traffic(sender, topic: str, rate: int, seconds: float, size: int, audit: Aud
             return False
         if settled_at is None and recovered():
             settled_at = time.time() + SETTLE_SECONDS
-        return settled_at is None or time.time() < settled_at
+        if settled_at is None:
+            return True
+        now_ = time.time()
+        return now_ < settled_at or (now_ < settled_at + SETTLE_MAX_SECONDS and not settled())
     while more():
         due = min(cap, int((time.time() - t0) * rate) + 1)
         while i < due:
@@ -885,7 +1084,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
 
             faultfs.checkpoint_all(rundir)
         topic = f"fault-{uuid.uuid4().hex[:10]}"
-        client = KafkaClient(cluster, drv) if run.system == "kafka" else PulsarClient(cluster, drv, log)
+        client = make_client(run.system, cluster, drv, log)
         t_serve = time.monotonic()
         client.wait_serving(float(timing["restartDeadlineSeconds"]))
         record["servingWaitSeconds"] = round(time.monotonic() - t_serve, 1)
@@ -910,7 +1109,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         ev = hook.wait(("ready",), 60)
         if not ev or ev["event"] != "ready":
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")
-        sender = client.producer() if run.system == "kafka" else client.producer(topic)
+        sender = client.producer(topic)
         # room for the traffic, and for sending on until the restarted cluster takes a send (or its deadline)
         audit = Audit(int(rate * (seconds + fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 30)))
 
@@ -922,9 +1121,13 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
                 return False
             j0 = bisect.bisect_left(audit.sent, ev["restarted"], 0, audit.count)
             return audit.state.find(Audit.OK, j0, audit.count) >= 0
+        def settled() -> bool:  # every key had a send acknowledged promptly after the restart (or the heal)
+            ev = hook.first("back")
+            return ev is None or min(audit.last_good) >= ev["restarted"]
         phase = "traffic"
         t_cycle = time.monotonic()
-        t0 = traffic(sender, topic, rate, seconds, size, audit, fault["strikeAtSeconds"], hook.strike, recovered)
+        t0 = traffic(sender, topic, rate, seconds, size, audit, fault["strikeAtSeconds"], hook.strike, recovered,
+                     settled)
         t_end = time.time()
         phase = "restart"
         back = hook.wait(("back",), fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 60)

@@ -23,24 +23,25 @@ OMB_DIR = HERE / "omb"
 
 # faults a run may name (workloads/faultrun.py) -> the systems that have what they strike
 FAULTS = {
-    "kill-leader": ("kafka", "pulsar"),  # kill -9 the node leading most partitions / the broker owning the bundle
-    "kill-bookie": ("pulsar",),          # kill -9 one bookie (chosen by the run's seed)
-    "kill-one": ("kafka", "pulsar"),     # kill -9 one node other than the leader (chosen by the run's seed)
-    "crash-all": ("kafka", "pulsar"),    # kill -9 every server process at once
-    "power-loss": ("kafka", "pulsar"),   # kill -9 every server, drop every unsynced write (faultfs), restart
+    # the leader: the Kafka node leading most partitions, the Pulsar broker owning the bundle, Pravega's segment store
+    "kill-leader": ("kafka", "pulsar", "pravega"),  # kill -9 the leader
+    "kill-bookie": ("pulsar", "pravega"),          # kill -9 one bookie (chosen by the run's seed)
+    "kill-one": ("kafka", "pulsar", "pravega"),    # kill -9 one node other than the leader (chosen by the run's seed)
+    "crash-all": ("kafka", "pulsar", "pravega"),   # kill -9 every server process at once
+    "power-loss": ("kafka", "pulsar", "pravega"),  # kill -9 every server, drop every unsynced write (faultfs), restart
     # the leader's host cut off from every other server host (nftables on that host), its clients still reaching it;
     # healed after downSeconds. Needs hosts of their own (an inventory): on this machine every node shares one network
-    "partition-leader": ("kafka", "pulsar"),
-    "pause-leader": ("kafka", "pulsar"),  # SIGSTOP of the leader for downSeconds, then SIGCONT (a long stall)
+    "partition-leader": ("kafka", "pulsar", "pravega"),
+    "pause-leader": ("kafka", "pulsar", "pravega"),  # SIGSTOP of the leader for downSeconds, then SIGCONT (a long stall)
     # the leader's host cut off from every other host, its clients included (the clients on the majority's side);
     # only its ssh server's port stays open (the fault hook's control channel)
-    "partition-minority": ("kafka", "pulsar"),
+    "partition-minority": ("kafka", "pulsar", "pravega"),
     # the leader's host and the clients on one side, every other server on the other: each other server drops
     # packets to and from the leader's host, the client hosts and the controller (the fault cycle's own client), but
     # its ssh server's port. A leader that keeps its clients and loses its peers (Jepsen's and Vanlightly's acks=1 case)
-    "partition-majority": ("kafka", "pulsar"),
+    "partition-majority": ("kafka", "pulsar", "pravega"),
     # a token bucket (tc tbf, slow_link_kbit) on the egress of the leader's host: a slow link, not a cut one
-    "slow-link-leader": ("kafka", "pulsar"),
+    "slow-link-leader": ("kafka", "pulsar", "pravega"),
 }
 # faults that hold their targets apart instead of killing them: nothing restarts, the hold ends at downSeconds.
 # The value is how the fault hook holds them (systems/faulthook.py)

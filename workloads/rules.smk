@@ -93,11 +93,16 @@ ALL_TARGETS.append(WL_SUMMARY)
 # back to back, fault cycles on one cluster: a Pulsar prepare that ends before Kafka's no longer lets one Pulsar
 # run start alone), and no run measures while a system is downloaded or the runner compiled. ancient(): these
 # order the runs, a newer one does not make a run out of date.
-WL_READY = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.system for r in WL_BY_KEY.values()})]
+# A run of `all` waits for the systems `all` runs; a run only the `faults` target has (e.g. Pravega's cells of the
+# whole grid) for every system of both, so `--profile ci all` never prepares a system none of its runs uses.
+WL_ALL_KEYS = {r.key for r in WL_RUNS}
+WL_READY = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.system for r in WL_RUNS})]
+WL_READY_FAULTS = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.system for r in WL_BY_KEY.values()})]
 
 
-def _wl_ready(*own):
-    return [ancient(p) for p in WL_READY if p not in own]
+def _wl_ready(wc, *own):
+    key = f"{wc.system}/{wc.leveldir}/{wc.workload}/rep-{wc.rep}"
+    return [ancient(p) for p in (WL_READY if key in WL_ALL_KEYS else WL_READY_FAULTS) if p not in own]
 
 
 def _wl_run(wc):
@@ -129,7 +134,7 @@ rule benchmark_run:
     input:
         runner=RUNNER_JAR,
         prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
-        ready=lambda wc: _wl_ready(RUNNER_JAR, SYSTEMS_DIST_STAMP[wc.system]),
+        ready=lambda wc: _wl_ready(wc, RUNNER_JAR, SYSTEMS_DIST_STAMP[wc.system]),
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,
@@ -169,7 +174,7 @@ rule fault_run:
     on the cluster the previous fault run of its key left running (--keep-cluster), or a fresh one."""
     input:
         prepared=lambda wc: SYSTEMS_DIST_STAMP[wc.system],
-        ready=lambda wc: _wl_ready(SYSTEMS_DIST_STAMP[wc.system]),
+        ready=lambda wc: _wl_ready(wc, SYSTEMS_DIST_STAMP[wc.system]),
         workload=lambda wc: f"workloads/omb/{_wl_run(wc).base_workload}.yaml",
         driver=_wl_driver_file,
         experiments=WL_FILE,
@@ -179,7 +184,7 @@ rule fault_run:
     log:
         f"{WL_RUNS_DIR}/logs/{{system}}/{{leveldir}}/{{workload}}/rep-{{rep}}.log",
     wildcard_constraints:
-        system="kafka|pulsar",
+        system="kafka|pulsar|pravega",
         workload=r"[^/]+--(?:" + "|".join(_wl_plan.FAULTS) + r")",
         rep=r"\d+",
     params:

@@ -67,9 +67,12 @@ def test_shipped_fault_experiments_and_ci_expectations():
     doc = plan.load()
     plan.check(doc, CATALOG)
     grid = plan.expand(doc, CATALOG, "local", only=["E000-FAULT"])
-    # every fault x every level of both systems, kill-bookie only for Pulsar, >= 3 repetitions locally
+    # every fault x every level of the three systems, kill-bookie only where there are bookies (Pulsar, Pravega),
+    # >= 3 repetitions locally
     cells = {(r.system, r.level, r.fault) for r in grid}
-    assert len(cells) == 4 * 4 + 6 * 5 and not any(s == "kafka" and f == "kill-bookie" for s, _, f in cells)
+    assert len(cells) == 4 * 4 + 6 * 5 + 4 * 5 and not any(s == "kafka" and f == "kill-bookie" for s, _, f in cells)
+    assert {(s, f) for s, _, f in cells if s == "pravega"} == {("pravega", f) for f in faultrun.plan.FAULTS
+                                                               if f not in plan.HOLD_FAULTS}
     assert {r.rep for r in grid} == {1, 2, 3}
     assert {r.rep for r in plan.expand(doc, CATALOG, "aws", only=["E000-FAULT"])} == set(range(1, 11))
     claims = {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local", only=["E000-FAULTCLAIM"])}
@@ -89,7 +92,7 @@ def test_shipped_fault_experiments_and_ci_expectations():
     assert all(r.workload_id.endswith("--" + r.fault) for r in grid)
     # one cluster per system x level for the process faults and one on faultfs for power-loss, shared by their cycles
     keys = {r.cluster_key for r in grid}
-    assert len(keys) == 2 * (4 + 6)
+    assert len(keys) == 2 * (4 + 6 + 4)
     assert {r.cluster_key for r in grid if r.fault == "power-loss"} == {k for k in keys if k.endswith("-faults-faultfs")}
     assert not keys & {r.cluster_key for r in plan.expand(doc, CATALOG, "local") if not r.fault}  # never a benchmark's
 
@@ -401,3 +404,115 @@ def test_set_up_waits_for_bookies_registering_again_after_a_partition_and_fails_
     with pytest.raises(faultrun.CellFailure, match="Not enough non-faulty bookies"):
         c.create_topic("t", 8)
     assert answers == [busy]  # the first try past the wait is the last
+
+
+class _ShuffledWriter:
+    """Pravega's bindings in miniature: every write_event_async completes after a delay of its own, so writes in
+    flight together are taken in any order. Records the order taken and the largest number in flight per key."""
+
+    def __init__(self, fail=()):
+        import random
+        self.rnd, self.fail = random.Random(5), set(fail)
+        self.taken: list[tuple[str, int]] = []
+        self.flying: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+
+    async def write_event_async(self, event: str, key: str):
+        import asyncio
+        self.flying[key] = self.flying.get(key, 0) + 1
+        self.most[key] = max(self.most.get(key, 0), self.flying[key])
+        await asyncio.sleep(self.rnd.random() * 0.004)
+        self.flying[key] -= 1
+        i = faultrun.index_of(event.encode())
+        self.taken.append((key, i))
+        if i in self.fail:
+            raise ValueError("Error observed while writing an event")
+
+
+def test_pravega_sender_keeps_one_write_in_flight_per_key_so_each_key_is_taken_in_order():
+    import time
+    w = _ShuffledWriter(fail={7, 130})
+    s = faultrun._PravegaSend(w)
+    n = 600
+    a = Audit(n)
+    for i in range(n):
+        a.sent[i] = time.time()
+        a.count = i + 1
+        s.send("t", i, 64, a)
+    assert s.flush(30) == 0
+    assert set(w.most.values()) == {1}  # never two writes of one key out together
+    per_key: dict[str, list[int]] = {}
+    for k, i in w.taken:
+        per_key.setdefault(k, []).append(i)
+    assert all(v == sorted(v) for v in per_key.values()) and len(w.taken) == n
+    # every write's own outcome in the audit: the two that failed, and nothing left pending
+    assert [i for i in range(n) if a.state[i] == Audit.FAILED] == [7, 130]
+    assert sum(1 for i in range(n) if a.state[i] == Audit.OK) == n - 2
+    assert not s._t.is_alive()  # flush stops the sender's loop
+
+
+def test_pravega_sender_flush_reports_writes_still_out_at_its_deadline():
+    import asyncio
+    import time
+
+    class Stuck:
+        async def write_event_async(self, event, key):
+            await asyncio.sleep(3600)
+    s = faultrun._PravegaSend(Stuck())
+    a = Audit(4)
+    for i in range(4):
+        a.sent[i] = time.time()
+        a.count = i + 1
+        s.send("t", i, 64, a)
+    t = time.monotonic()
+    assert s.flush(0.5) == 4  # four keys, each with its one write out
+    assert time.monotonic() - t < 5
+
+
+def test_pravega_targets_the_segment_store_as_leader_and_its_bookies():
+    cluster = {"system": "pravega", "pravega": {"controllerUri": "tcp://127.0.0.1:1"}, "nodes": [
+        {"name": n, "role": r} for n, r in (("zookeeper", "metadata-store"), ("bookie-1", "bookie"),
+                                            ("bookie-2", "bookie"), ("bookie-3", "bookie"),
+                                            ("segmentstore", "segmentstore"), ("controller", "controller"))]}
+    c = faultrun.PravegaClient(cluster, {})
+    leader = c.leader("t")
+    assert leader == "segmentstore"
+    assert faultrun.targets("kill-leader", cluster, leader, {"seed": 1}) == ["segmentstore"]
+    assert {faultrun.targets("kill-bookie", cluster, leader, {"seed": s})[0] for s in range(12)} == {
+        "bookie-1", "bookie-2", "bookie-3"}
+    picks = {faultrun.targets("kill-one", cluster, leader, {"seed": s})[0] for s in range(40)}
+    assert "segmentstore" not in picks and "controller" in picks
+    two = dict(cluster, nodes=cluster["nodes"] + [{"name": "segmentstore-2", "role": "segmentstore"}])
+    with pytest.raises(faultrun.CellFailure, match="2 segment stores"):
+        faultrun.PravegaClient(two, {}).leader("t")
+
+
+class _InstantSender:
+    def send(self, topic, i, size, audit):
+        audit.ack(i, True)
+
+
+@pytest.mark.parametrize("settles, lo, hi", [(True, 0.35, 0.55), (False, 0.85, 1.2)])
+def test_traffic_goes_on_past_recovery_until_every_key_sends_promptly_but_not_past_its_bound(monkeypatch, settles, lo,
+                                                                                          hi):
+    import time
+    monkeypatch.setattr(faultrun, "SETTLE_SECONDS", 0.1)
+    monkeypatch.setattr(faultrun, "SETTLE_MAX_SECONDS", 0.5)
+    a = Audit(10_000)
+    t = time.monotonic()
+    faultrun.traffic(_InstantSender(), "t", 500, 0.3, 16, a, 0.1, lambda: None, lambda: True, lambda: settles)
+    took = time.monotonic() - t
+    assert lo <= took <= hi, took
+    assert min(a.last_good) > 0  # every key had a prompt acknowledgement, and the audit kept its time
+
+
+def test_audit_keeps_each_keys_last_prompt_acknowledgement_only():
+    import time
+    a = Audit(200)
+    now = time.time()
+    for i in range(200):
+        a.sent[i] = now - (5.0 if i >= 100 else 0.0)  # the second half acknowledged 5 s after its send: slow
+        a.ack(i, i != 3)
+    assert a.last_good[3] > 0  # key 3's message 67 (3 + 64) was prompt; message 3 failed
+    assert all(a.last_good[k] <= a.done[k + 64] for k in range(36))  # no slow ack (i >= 100) counted
+    assert a.last_good[99 % faultrun.N_KEYS] == a.done[99]
