@@ -83,26 +83,28 @@ N_KEYS = 64
 VERIFY_SUBSCRIPTION = "fault-verify"  # Pulsar: holds the topic's data until the verifier has read it
 FAULT_SCOPE = "streambench-faults"   # Pravega: the scope of the fault cycles' streams
 PRAVEGA_PROBE = "serving-probe"      # Pravega: the stream wait_serving writes one event to
-PRAVEGA_QUIET_SECONDS = 5.0          # Pravega: the verifier's end of a sealed stream: this long without an event
+PRAVEGA_QUIET_SECONDS = 30.0         # Pravega: the verifier's end when a key's last acknowledged message never comes
 
 
 class Audit:
-    """Per-message audit of one run's sends: message i has key i % N_KEYS and sequence i // N_KEYS."""
+    """Per-message audit of one run's sends: message i has key i % keys and sequence i // keys (keys: N_KEYS, or
+    the client's own KEYS)."""
 
     PENDING, OK, FAILED = 0, 1, 2
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, keys: int = N_KEYS):
+        self.keys = keys
         self.sent = [0.0] * n   # intended send time (epoch s)
         self.done = [0.0] * n   # acknowledgement / failure time (epoch s)
         self.state = bytearray(n)
         self.count = 0          # sends made
-        self.last_good = [0.0] * N_KEYS  # per key: the last acknowledgement within SLOW_MS of its send (epoch s)
+        self.last_good = [0.0] * keys  # per key: the last acknowledgement within SLOW_MS of its send (epoch s)
 
     def ack(self, i: int, ok: bool) -> None:
         t = self.done[i] = time.time()
         self.state[i] = self.OK if ok else self.FAILED
         if ok and t - self.sent[i] <= SLOW_MS / 1000.0:
-            self.last_good[i % N_KEYS] = t
+            self.last_good[i % self.keys] = t
 
 
 def payload(i: int, size: int) -> bytes:
@@ -117,8 +119,8 @@ def index_of(value: bytes) -> int | None:
         return None
 
 
-def key_of(i: int) -> str:
-    return f"k{i % N_KEYS:03d}"
+def key_of(i: int, keys: int = N_KEYS) -> str:
+    return f"k{i % keys:03d}"
 
 
 # ----------------------------------------------------------------------------------------------------- the verdict
@@ -134,7 +136,7 @@ def verdict(audit: Audit, read: list[int], strike: float | None, restarted: floa
         seen[i] = seen.get(i, 0) + 1
         if seen[i] > 1:
             continue  # a duplicate is counted as such, not as a reordering
-        k, seq = i % N_KEYS, i // N_KEYS
+        k, seq = i % audit.keys, i // audit.keys
         if seq < last_seq.get(k, -1):
             reordered += 1
         else:
@@ -164,7 +166,7 @@ def verdict(audit: Audit, read: list[int], strike: float | None, restarted: floa
     windows: list[float] = []
     closed: set[int] = set()
     for i in range(n):
-        k = i % N_KEYS
+        k = i % audit.keys
         if k in closed or audit.sent[i] < strike - slow_ms / 1000.0:
             continue
         if bad(i):
@@ -285,7 +287,7 @@ class KafkaClient:
         p = Producer(conf)
         return _KafkaSend(p)
 
-    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+    def read_back(self, topic: str, partitions: int, deadline: float, audit: Audit | None = None) -> list[int]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"verify-{uuid.uuid4().hex[:8]}",
@@ -438,7 +440,7 @@ class PulsarClient:
             send_timeout_millis=30000)
         return _PulsarSend(p, self.pulsar)
 
-    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+    def read_back(self, topic: str, partitions: int, deadline: float, audit: Audit | None = None) -> list[int]:
         out: list[int] = []
         for p in range(partitions):
             t = self.topic(f"{topic}-partition-{p}")
@@ -502,7 +504,14 @@ class PravegaClient:
     """Pravega through its Rust client's Python bindings (`pravega_client`): a stream of `partitions` fixed segments
     per cycle in one scope, events routed by key, each write's acknowledgement awaited on its own, and a verifier
     that seals the stream and reads it back with a reader group of its own. The segment store leads every segment
-    (the plan runs one); the controller URI comes from cluster.json."""
+    (the plan runs one); the controller URI comes from cluster.json.
+
+    KEYS: the writer keeps one write in flight per key (_PravegaSend), and a write takes 25-30 ms with many in flight
+    (a quiet L1 cluster here: 64 keys 1 836-2 318 writes/s, 256 keys 7 975 writes/s, median 29 ms), so 64 keys
+    would barely carry the fault workloads' 2 000 msg/s and drain a backlog after an outage at a few hundred a
+    second; 256 keys carry four times the rate."""
+
+    KEYS = 256
 
     def __init__(self, cluster: dict, driver: dict):
         try:
@@ -564,10 +573,19 @@ class PravegaClient:
     def producer(self, topic: str):
         return _PravegaSend(self.mgr.create_writer(self.scope, topic))
 
-    def read_back(self, topic: str, partitions: int, deadline: float) -> list[int]:
+    def read_back(self, topic: str, partitions: int, deadline: float, audit: Audit | None = None) -> list[int]:
         """Seal the stream (its segments' lengths are final once the segment store has recovered them), then read
-        it from the head until PRAVEGA_QUIET_SECONDS pass without an event. Events in the order read: per segment
-        in order, segments interleaved (reordering is counted per key, and a key lives in one segment)."""
+        it from the head with a reader group of its own. The bindings give no tail position to read up to, so the
+        end is known from the audit: reading stops once every key's last acknowledged message has been read (a key
+        lives in one segment, in order), or, when some key's last acknowledged message never comes (lost),
+        PRAVEGA_QUIET_SECONDS after the last event read. `self.verify_end` says which ("complete" / "quiet") and
+        how many keys were short. Events in the order read: per segment in order, segments interleaved."""
+        want: dict[int, int] = {}
+        keys = audit.keys if audit is not None else N_KEYS
+        if audit is not None:
+            for i in range(audit.count):
+                if audit.state[i] == Audit.OK:
+                    want[i % audit.keys] = i
         while True:
             try:
                 self.mgr.seal_stream(self.scope, topic)
@@ -580,14 +598,16 @@ class PravegaClient:
         rg = self.mgr.create_reader_group(group, self.scope, topic)
         reader = rg.create_reader("verifier")
         out: list[int] = []
+        short = dict(want)  # keys whose last acknowledged message is not read yet
 
         async def read() -> None:
             quiet_since = time.monotonic()
-            while time.monotonic() - quiet_since < PRAVEGA_QUIET_SECONDS:
+            while time.monotonic() - quiet_since < PRAVEGA_QUIET_SECONDS and (short or not want):
                 if time.monotonic() > deadline:
-                    raise CellFailure("timeout", f"verifier: {topic} still yielding events at the deadline", "verify")
+                    raise CellFailure("timeout", f"verifier: {topic} not read to its end in time ({len(short)} keys "
+                                      "short of their last acknowledged message)", "verify")
                 try:
-                    sl = await asyncio.wait_for(reader.get_segment_slice_async(), PRAVEGA_QUIET_SECONDS)
+                    sl = await asyncio.wait_for(reader.get_segment_slice_async(), 2.0)
                 except asyncio.TimeoutError:
                     continue
                 n0 = len(out)
@@ -595,6 +615,8 @@ class PravegaClient:
                     i = index_of(ev.data())
                     if i is not None:
                         out.append(i)
+                        if short.get(i % keys, -1) <= i:
+                            short.pop(i % keys, None)
                 reader.release_segment(sl)
                 if len(out) > n0:
                     quiet_since = time.monotonic()
@@ -606,6 +628,8 @@ class PravegaClient:
                 self.mgr.delete_reader_group(group, self.scope)
             except Exception:
                 pass
+        self.verify_end = {"end": "complete" if want and not short else "quiet", "keysShort": len(short),
+                           "quietSeconds": PRAVEGA_QUIET_SECONDS}
         return out
 
     def delete_topic(self, topic: str) -> None:
@@ -657,7 +681,7 @@ class _PravegaSend:
     def send(self, topic: str, i: int, size: int, audit: Audit) -> None:
         with self._lock:
             self.pending += 1
-        self.loop.call_soon_threadsafe(self._start, i, payload(i, size).decode("ascii"), key_of(i), audit)
+        self.loop.call_soon_threadsafe(self._start, i, payload(i, size).decode("ascii"), key_of(i, audit.keys), audit)
 
     def flush(self, seconds: float) -> int:
         deadline = time.monotonic() + seconds
@@ -1111,7 +1135,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             raise CellFailure("error", f"fault hook did not start: {ev}", "set-up")
         sender = client.producer(topic)
         # room for the traffic, and for sending on until the restarted cluster takes a send (or its deadline)
-        audit = Audit(int(rate * (seconds + fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 30)))
+        audit = Audit(int(rate * (seconds + fault["downSeconds"] + float(timing["restartDeadlineSeconds"]) + 30)),
+                      getattr(client, "KEYS", N_KEYS))
 
         def recovered() -> bool:
             ev = hook.first("back")
@@ -1140,7 +1165,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         left = sender.flush(FLUSH_SECONDS)
         phase = "verify"
         t_read = time.monotonic()
-        read = client.read_back(topic, partitions, time.monotonic() + READ_SECONDS)
+        read = client.read_back(topic, partitions, time.monotonic() + READ_SECONDS, audit)
         record["cycleSeconds"] = round(time.monotonic() - t_cycle, 1)
         record["readSeconds"] = round(time.monotonic() - t_read, 1)
         # who led before the strike and after the cycle, from the cluster's own metadata (Kafka: the broker leading
@@ -1157,12 +1182,14 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         fault.update(v)
         fault["sent"] = audit.count
         fault["pendingAtEnd"] = sum(1 for i in range(audit.count) if audit.state[i] == Audit.PENDING)
+        if getattr(client, "verify_end", None):  # Pravega: how its verifier knew the end of the stream
+            fault["verifyEnd"] = client.verify_end
         res = {
             "workload": wl.get("name", run.base_workload), "driver": drv.get("name", driver.stem),
             "x-streambench": {
                 "kind": "fault-run", "run": run.relpath(testbed), "system": run.system, "level": run.level,
                 "tuning": run.tuning, "testbed": testbed, "scale": scale_name, "experiments": list(run.experiments),
-                "workload": {"topic": topic, "partitionsPerTopic": partitions, "messageSize": size, "keys": N_KEYS,
+                "workload": {"topic": topic, "partitionsPerTopic": partitions, "messageSize": size, "keys": audit.keys,
                              "producerRate": rate, "testDurationSeconds": seconds},
                 "measurementStartTime": dt.datetime.fromtimestamp(t0, dt.timezone.utc).isoformat(),
                 "measurementEndTime": dt.datetime.fromtimestamp(t_end, dt.timezone.utc).isoformat(),

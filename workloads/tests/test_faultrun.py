@@ -434,12 +434,13 @@ def test_pravega_sender_keeps_one_write_in_flight_per_key_so_each_key_is_taken_i
     w = _ShuffledWriter(fail={7, 130})
     s = faultrun._PravegaSend(w)
     n = 600
-    a = Audit(n)
+    a = Audit(n, keys=128)  # the client's own number of keys (PravegaClient.KEYS) routes the writes
     for i in range(n):
         a.sent[i] = time.time()
         a.count = i + 1
         s.send("t", i, 64, a)
     assert s.flush(30) == 0
+    assert len(w.most) == 128
     assert set(w.most.values()) == {1}  # never two writes of one key out together
     per_key: dict[str, list[int]] = {}
     for k, i in w.taken:
@@ -516,3 +517,101 @@ def test_audit_keeps_each_keys_last_prompt_acknowledgement_only():
     assert a.last_good[3] > 0  # key 3's message 67 (3 + 64) was prompt; message 3 failed
     assert all(a.last_good[k] <= a.done[k + 64] for k in range(36))  # no slow ack (i >= 100) counted
     assert a.last_good[99 % faultrun.N_KEYS] == a.done[99]
+
+
+class _Ev:
+    def __init__(self, i):
+        self.i = i
+
+    def data(self):
+        return faultrun.payload(self.i, 32)
+
+
+class _FakeReader:
+    """Serves `slices` one per call (a None entry: an empty slice after `gap` seconds, a stalled segment), then
+    empty slices forever, as the bindings do at the end of a sealed stream."""
+
+    def __init__(self, slices, gap=0.05):
+        self.slices, self.gap, self.offline = list(slices), gap, False
+
+    async def get_segment_slice_async(self):
+        import asyncio
+        if self.slices:
+            s = self.slices.pop(0)
+            if s is not None:
+                return [_Ev(i) for i in s]
+        await asyncio.sleep(self.gap)
+        return []
+
+    def release_segment(self, sl):
+        pass
+
+    def reader_offline(self):
+        self.offline = True
+
+
+class _FakeMgr:
+    def __init__(self, reader):
+        self.reader, self.sealed, self.groups = reader, [], []
+
+    def seal_stream(self, scope, stream):
+        self.sealed.append(stream)
+
+    def create_reader_group(self, group, scope, stream):
+        self.groups.append(group)
+        mgr = self
+
+        class RG:
+            def create_reader(self, name):
+                return mgr.reader
+        return RG()
+
+    def delete_reader_group(self, group, scope):
+        self.groups.remove(group)
+
+
+def _pravega_with(reader):
+    cluster = {"pravega": {"controllerUri": "tcp://127.0.0.1:1"}, "nodes": []}
+    c = faultrun.PravegaClient(cluster, {})
+    c._mgr = _FakeMgr(reader)
+    return c
+
+
+def _acked(n):
+    a = Audit(n)
+    for i in range(n):
+        a.count = i + 1
+        a.state[i] = Audit.OK
+    return a
+
+
+def test_pravega_verifier_stops_once_every_keys_last_acknowledged_message_is_read(monkeypatch):
+    import time
+    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 5.0)
+    n = 256
+    # two segments' slices, the second stalled once for a while (an empty slice) before its data comes
+    r = _FakeReader([list(range(0, 128)), None, None, list(range(128, 256))], gap=0.3)
+    c = _pravega_with(r)
+    t = time.monotonic()
+    got = c.read_back("t", 2, time.monotonic() + 30, _acked(n))
+    assert sorted(got) == list(range(n)) and time.monotonic() - t < 2.0  # no quiet period waited at the end
+    assert c.verify_end == {"end": "complete", "keysShort": 0, "quietSeconds": 5.0}
+    assert c._mgr.sealed == ["t"] and c._mgr.groups == [] and r.offline
+
+
+def test_pravega_verifier_waits_out_its_quiet_period_when_a_key_ends_short_and_names_it(monkeypatch):
+    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 0.6)
+    n = 256
+    r = _FakeReader([[i for i in range(n) if i != 255]])  # key 255 % 64 = 63: its last acknowledged message is gone
+    c = _pravega_with(r)
+    got = c.read_back("t", 2, __import__("time").monotonic() + 30, _acked(n))
+    assert len(got) == n - 1
+    assert c.verify_end["end"] == "quiet" and c.verify_end["keysShort"] == 1
+    assert faultrun.verdict(_acked(n), got, None, None)["lost"] == 1
+
+
+def test_pravega_verifier_fails_at_its_deadline_while_keys_are_short(monkeypatch):
+    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 60.0)
+    c = _pravega_with(_FakeReader([[0, 1, 2]]))
+    with pytest.raises(faultrun.CellFailure, match="keys short"):
+        c.read_back("t", 2, __import__("time").monotonic() + 0.5, _acked(200))
