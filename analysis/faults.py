@@ -239,7 +239,9 @@ def cells(runs: pl.DataFrame, testbed: str) -> list[dict]:
             pl.col("recovery_ms").median().alias("recovery_ms_median"))
         agg = {(r["system"], r["level"], r["fault"]): r for r in g.to_dicts()}
     out = []
-    for s, lv, f, applicable in grid(runs):
+    # the grid of this testbed's own runs: another testbed's hold faults (the lab's, in a tree that ran both) are
+    # not cells of this one, or its L1 rows would be "not run" there and F1 "not tested" (hosts_grid shows them)
+    for s, lv, f, applicable in grid(mine):
         ack, local = LEVEL_MODES[lv]
         row = {"testbed": testbed, "system": s, "level": lv, "ack": ack, "local": local, "fault": f, "runs": 0}
         if (s, lv, f) in agg:
@@ -294,7 +296,8 @@ def hosts_grid(runs: pl.DataFrame, testbed: str) -> tuple[list[str], list[dict]]
         by = {(c["system"], c["level"], c["fault"]): c for c in cells(runs, tb) if c["fault"] in faults}
         for system, level in dict.fromkeys((s_, lv) for (s_, lv, _), c in by.items() if c["status"] == "run"):
             row = {"testbed": tb, "system": system, "level": level, "ack": LEVEL_MODES[level][0]}
-            row.update({f: cell_text(by[(system, level, f)]) if (system, level, f) in by else "n/a" for f in faults})
+            # a hold fault this testbed never ran is no cell of its own grid: "not run" as in the grid
+            row.update({f: cell_text(by[(system, level, f)]) if (system, level, f) in by else "not run" for f in faults})
             rows.append(row)
     return ["testbed", "system", "level", "ack", *faults], rows
 

@@ -373,3 +373,15 @@ def test_a_malformed_timeline_names_the_file_and_the_field(tmp_path):
     with pytest.raises(InputError, match=r"perSecond\[3\].acked': not a count: -1") as e:
         faults.timeline_runs(faults.read_runs(tmp_path), "local")
     assert e.value.path == str(p)
+
+
+def test_another_testbeds_hold_faults_are_no_cells_of_this_testbeds_grid(raw, tmp_path):
+    """A tree that ran the lab's hold faults and a local grid: the local L1 rows are not "not run" partitions, so
+    F1 is judged on the local kill faults alone (it was "not tested" before)."""
+    for f in ("kill-leader", "kill-one", "crash-all", "power-loss"):
+        write(raw, "kafka", "L1", f, 1, fault_doc(f, 0, seed=3))
+    write(raw, "kafka", "L1", "partition-leader", 1, fault_doc("partition-leader", 0, seed=4), testbed="lab")
+    out = faults.build(raw, "local", tmp_path / "tables", tmp_path / "figures", png_scale=1)
+    assert not {c["fault"] for c in out["cells"]} & set(faults.HOLD_FAULTS)
+    f1 = next(c for c in out["claims"] if c["claim_id"] == "F1" and c["system"] == "kafka")
+    assert f1["verdict"] == "supported", f1
