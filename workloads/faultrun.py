@@ -21,7 +21,8 @@ the next run starts a fresh one. Without `--keep-cluster` the cluster is stopped
 Faults (workloads/plan.py FAULTS): kill-leader (the Kafka node leading most partitions of the topic / the Pulsar
 broker owning its bundle / Pravega's segment store), kill-bookie (Pulsar, Pravega; one bookie drawn from the run's
 seed), kill-one (one node other than the leader, drawn from the seed), crash-all (every server process),
-power-loss (every server process, then every write not fsynced is dropped from the faultfs mounts under the nodes' data directories, systems.faultfs.drop_all).
+power-loss (every server process, then every write not fsynced is dropped from the faultfs mounts under the nodes'
+data directories, systems.faultfs.drop_all).
 Each is kill -9 of the nodes' process groups, `downSeconds` of nothing, then the nodes start again from their pid
 files (the command, directory, log and variables `up` recorded; ZooKeeper first, then bookies and broker).
 The hold faults (plan.HOLD_FAULTS; hosts of their own only) strike the leader without killing it and end after
