@@ -522,8 +522,7 @@ class PravegaClient:
                               "x86_64 and CPython <= 3.11 only; pyproject.toml)", "set-up") from None
         self.pc = pravega_client
         self.uri = cluster["pravega"]["controllerUri"]
-        self.scope = FAULT_SCOPE
-        self.driver = driver
+        self.scope = FAULT_SCOPE  # the driver has no setting a fault cycle uses (the levels are the segment store's)
         self.nodes = cluster["nodes"]
         self._mgr = None
 
@@ -586,7 +585,7 @@ class PravegaClient:
         if audit is not None:
             for i in range(audit.count):
                 if audit.state[i] == Audit.OK:
-                    want[i % audit.keys] = i
+                    want[i % keys] = i
         while True:
             try:
                 self.mgr.seal_stream(self.scope, topic)

@@ -101,8 +101,8 @@ WL_READY_FAULTS = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.syste
 
 
 def _wl_ready(wc, *own):
-    key = f"{wc.system}/{wc.leveldir}/{wc.workload}/rep-{wc.rep}"
-    return [ancient(p) for p in (WL_READY if key in WL_ALL_KEYS else WL_READY_FAULTS) if p not in own]
+    ready = WL_READY if _wl_run(wc).key in WL_ALL_KEYS else WL_READY_FAULTS
+    return [ancient(p) for p in ready if p not in own]
 
 
 def _wl_run(wc):

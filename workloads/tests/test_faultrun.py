@@ -1,6 +1,8 @@
 """Fault runs (issue 15): the fault spec in experiments.yaml, the seeded draw, the verifier's verdict, the ci's
 expectations in the run summary (pure logic; the ci profile runs the real fault cells)."""
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -190,7 +192,6 @@ def test_a_pause_holds_the_leader_stopped_for_down_seconds_then_it_runs_on_witho
     """The hold faults through the real hook process: pause (SIGSTOP) at the strike, resume after downSeconds; the
     timeline has struck, healed and back (restarted = the end of the hold), and the node is the same process."""
     import os
-    import time
 
     from systems import proc
 
@@ -250,7 +251,6 @@ def test_summary_check_fails_when_a_fault_expectation_is_not_met(tmp_path, kafka
 def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
     """The hook process with a real (sleeping) node: ready, then nothing until the line; kill -9, restart, back."""
     import os
-    import time
 
     from systems import proc
 
@@ -418,7 +418,6 @@ class _ShuffledWriter:
         self.most: dict[str, int] = {}
 
     async def write_event_async(self, event: str, key: str):
-        import asyncio
         self.flying[key] = self.flying.get(key, 0) + 1
         self.most[key] = max(self.most.get(key, 0), self.flying[key])
         await asyncio.sleep(self.rnd.random() * 0.004)
@@ -430,7 +429,6 @@ class _ShuffledWriter:
 
 
 def test_pravega_sender_keeps_one_write_in_flight_per_key_so_each_key_is_taken_in_order():
-    import time
     w = _ShuffledWriter(fail={7, 130})
     s = faultrun._PravegaSend(w)
     n = 600
@@ -453,9 +451,6 @@ def test_pravega_sender_keeps_one_write_in_flight_per_key_so_each_key_is_taken_i
 
 
 def test_pravega_sender_flush_reports_writes_still_out_at_its_deadline():
-    import asyncio
-    import time
-
     class Stuck:
         async def write_event_async(self, event, key):
             await asyncio.sleep(3600)
@@ -496,7 +491,6 @@ class _InstantSender:
 @pytest.mark.parametrize("settles, lo, hi", [(True, 0.35, 0.55), (False, 0.85, 1.2)])
 def test_traffic_goes_on_past_recovery_until_every_key_sends_promptly_but_not_past_its_bound(monkeypatch, settles, lo,
                                                                                           hi):
-    import time
     monkeypatch.setattr(faultrun, "SETTLE_SECONDS", 0.1)
     monkeypatch.setattr(faultrun, "SETTLE_MAX_SECONDS", 0.5)
     a = Audit(10_000)
@@ -508,7 +502,6 @@ def test_traffic_goes_on_past_recovery_until_every_key_sends_promptly_but_not_pa
 
 
 def test_audit_keeps_each_keys_last_prompt_acknowledgement_only():
-    import time
     a = Audit(200)
     now = time.time()
     for i in range(200):
@@ -535,7 +528,6 @@ class _FakeReader:
         self.slices, self.gap, self.offline = list(slices), gap, False
 
     async def get_segment_slice_async(self):
-        import asyncio
         if self.slices:
             s = self.slices.pop(0)
             if s is not None:
@@ -586,7 +578,6 @@ def _acked(n):
 
 
 def test_pravega_verifier_stops_once_every_keys_last_acknowledged_message_is_read(monkeypatch):
-    import time
     monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 5.0)
     n = 256
     # two segments' slices, the second stalled once for a while (an empty slice) before its data comes
@@ -604,7 +595,7 @@ def test_pravega_verifier_waits_out_its_quiet_period_when_a_key_ends_short_and_n
     n = 256
     r = _FakeReader([[i for i in range(n) if i != 255]])  # key 255 % 64 = 63: its last acknowledged message is gone
     c = _pravega_with(r)
-    got = c.read_back("t", 2, __import__("time").monotonic() + 30, _acked(n))
+    got = c.read_back("t", 2, time.monotonic() + 30, _acked(n))
     assert len(got) == n - 1
     assert c.verify_end["end"] == "quiet" and c.verify_end["keysShort"] == 1
     assert faultrun.verdict(_acked(n), got, None, None)["lost"] == 1
@@ -614,4 +605,4 @@ def test_pravega_verifier_fails_at_its_deadline_while_keys_are_short(monkeypatch
     monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 60.0)
     c = _pravega_with(_FakeReader([[0, 1, 2]]))
     with pytest.raises(faultrun.CellFailure, match="keys short"):
-        c.read_back("t", 2, __import__("time").monotonic() + 0.5, _acked(200))
+        c.read_back("t", 2, time.monotonic() + 0.5, _acked(200))
