@@ -510,7 +510,7 @@ class PravegaClient:
     KEYS: the writer keeps one write in flight per key (_PravegaSend), and a write takes 25-30 ms with many in flight
     (a quiet L1 cluster here: 64 keys 1 836-2 318 writes/s, 256 keys 7 975 writes/s, median 29 ms), so 64 keys
     would barely carry the fault workloads' 2 000 msg/s and drain a backlog after an outage at a few hundred a
-    second; 256 keys carry four times the rate."""
+    second; 256 keys carry four times the rate (workloads/bench/pravega_writer.py measures both)."""
 
     KEYS = 256
 
