@@ -11,6 +11,9 @@ import os
 
 import pytest
 
+# one real cluster per (system, level) shared by the integration tests marked cluster(system, level)
+pytest_plugins = ["systems.tests.sharedcluster"]
+
 
 def ci_strict() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")

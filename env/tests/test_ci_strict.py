@@ -36,6 +36,7 @@ def test_expected_failure():
 @pytest.mark.parametrize("ci, failed, skipped", [("true", 1, 1), ("1", 1, 1), ("", 0, 3), ("false", 0, 3), (None, 0, 3)])
 def test_skips_fail_under_ci(pytester, monkeypatch, ci, failed, skipped):
     pytester.makeconftest((ROOT / "conftest.py").read_text())
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the plugins conftest.py names
     pytester.makepyfile(test_sample=TESTS)
     if ci is None:
         monkeypatch.delenv("CI", raising=False)

@@ -1,8 +1,8 @@
 """Integration tests of runner/bin/omb-run against real 3-node clusters started with `python -m systems`.
 
-One cluster at a time (module-scoped, parametrised fixture: all Kafka tests, then all Pulsar tests); the cluster is
-brought down in the fixture's finally block, also when `up` or a test fails. Needs the runner built
-(`mvn -q -f runner/pom.xml package`).
+Each test runs once on Kafka's and once on Pulsar's shared L1 cluster (systems/tests/sharedcluster.py: started before
+the first test of that cluster, which the systems' own integration tests use too, and stopped with its checks after the
+last). Needs the runner built (`mvn -q -f runner/pom.xml package`).
 """
 from __future__ import annotations
 
@@ -37,38 +37,15 @@ OMB_KEYS += [f"aggregatedEndToEndLatency{p}" for p in _PCT]
 assert len(OMB_KEYS) == 62
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("STREAMBENCH_ROOT", str(ROOT))
-    env["PYTHONPATH"] = f"{ROOT}:{ROOT / 'hw-probes'}" + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("MAVEN_OPTS", f"-Dmaven.repo.local={ROOT / '.cache' / 'm2'}")
-    return env
-
-
 def _require_built() -> None:
     if not (RUNNER / "target" / "omb-runner.jar").exists():
         pytest.fail("runner not built: run `mvn -q -f runner/pom.xml package` first")
 
 
-def _systems(*args: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "systems", *args], cwd=ROOT, env=_env(), timeout=timeout,
-                          capture_output=True, text=True)
-
-
-@pytest.fixture(scope="module", params=["kafka", "pulsar"])
-def cluster(request, tmp_path_factory):
+@pytest.fixture(params=[pytest.param(s, marks=pytest.mark.cluster(s, "L1"), id=s) for s in ("kafka", "pulsar")])
+def cluster(request, shared_cluster):
     _require_built()
-    system = request.param
-    rundir = tmp_path_factory.mktemp(f"{system}-L1")
-    try:
-        up = _systems("up", system, "--level", "L1", "--dir", str(rundir), timeout=900)
-        if up.returncode != 0:
-            pytest.fail(f"python -m systems up {system} failed ({up.returncode}):\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}")
-        cj = rundir / "cluster.json"
-        yield system, cj, json.loads(cj.read_text())
-    finally:
-        down = _systems("down", "--dir", str(rundir), timeout=300)
-        assert down.returncode == 0, f"systems down failed: {down.stdout}\n{down.stderr}"
+    return shared_cluster.system, shared_cluster.cluster_json, shared_cluster.doc
 
 
 def omb_run(workload: Path, driver: Path, out: Path, cluster_json: Path | None, *extra: str,

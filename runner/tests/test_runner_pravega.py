@@ -1,8 +1,8 @@
 """The runner's Pravega driver against a real Pravega cluster (`python -m systems up pravega`: ZooKeeper, 3 bookies,
 controller, segment store, each its own JVM).
 
-One short cluster for the module, at L2 (no journal fsync: the check is the driver's, not the disk's), brought down
-in the fixture's finally block. Needs the runner built (`mvn -q -f runner/pom.xml package`).
+On the shared Pravega L4 cluster (systems/tests/sharedcluster.py; no journal fsync, ack quorum 1: the check is the
+driver's, not the disk's), which the systems' own L4 test uses too. Needs the runner built (`mvn -q -f runner/pom.xml package`).
 """
 from __future__ import annotations
 
@@ -10,28 +10,20 @@ import json
 
 import pytest
 
-from runner.tests.test_runner_integration import TESTDATA, _require_built, _systems, check_result, omb_run
+from runner.tests.test_runner_integration import TESTDATA, _require_built, check_result, omb_run
 
 DRIVER = TESTDATA / "pravega.yaml"
 KEYED = TESTDATA / "keyed-4-partitions-1kb-2k-10s.yaml"
 
 
-@pytest.fixture(scope="module")
-def pravega(tmp_path_factory):
+@pytest.fixture
+def pravega(shared_cluster):
     _require_built()
-    rundir = tmp_path_factory.mktemp("pravega-L2")
-    try:
-        up = _systems("up", "pravega", "--level", "L2", "--dir", str(rundir), timeout=600)
-        if up.returncode != 0:
-            pytest.fail(f"python -m systems up pravega failed ({up.returncode}):\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}")
-        cj = rundir / "cluster.json"
-        yield cj, json.loads(cj.read_text())
-    finally:
-        down = _systems("down", "--dir", str(rundir), timeout=300)
-        assert down.returncode == 0, f"systems down failed: {down.stdout}\n{down.stderr}"
+    return shared_cluster.cluster_json, shared_cluster.doc
 
 
 @pytest.mark.integration
+@pytest.mark.cluster("pravega", "L4")
 def test_keyed_steady_workload_on_pravega_has_a_clean_audit_in_order_per_key(pravega, tmp_path):
     """2 writers with routing keys (RANDOM_NANO) into 4 segments, 2 reader groups of 2 readers: every event arrives
     once in each group, in order per writer and segment (the order Pravega promises per routing key)."""
@@ -57,6 +49,7 @@ def test_keyed_steady_workload_on_pravega_has_a_clean_audit_in_order_per_key(pra
 
 
 @pytest.mark.integration
+@pytest.mark.cluster("pravega", "L4")
 def test_more_readers_than_segments_runs_as_upstream_omb_does_with_a_warning(pravega, tmp_path):
     """Upstream OMB's workloads include reader groups with more readers than segments (readers without a segment
     stay idle); the runner runs them too, every event still arrives once, and the result says why readers idled."""

@@ -1,13 +1,16 @@
 """Real Kafka, Pulsar and Pravega clusters (3 KRaft nodes; ZooKeeper + 3 bookies + broker; ZooKeeper + 3 bookies +
 controller + segment store) at L1 and L4.
 
-Each test: `python -m systems up`, check the effective settings read back, produce and consume 10 000 keyed
-messages with the level's client settings, then `down`, and assert that no process and no listening port remains.
+Each test runs on the shared cluster of its system and level (systems/tests/sharedcluster.py: `python -m systems up`
+before the first test of that cluster, `down` after the last, then no process and no listening port may remain; the
+runner's tests use the L1 clusters and Pravega's L4 one too): it checks the effective settings read back, produces and
+consumes 10 000 keyed messages with the level's client settings.
 At L1 (every acknowledgement waits for two replicas that fsynced) one node is killed -9 in the middle of the
 stream -- a Kafka broker, a Pulsar bookie, a Pravega bookie -- and started again a few seconds later while sends go
 on; every acknowledged message must be read back (sends that failed while the node was down may be missing; Pravega's
 writer retries, so there every event must arrive, in order per key). At L4 every message must arrive in order per
-key with no fault, and a node is killed -9 after the round trip, so `down` must clean up a degraded cluster.
+key with no fault; Kafka's and Pulsar's tests then kill a node -9, so `down` must clean up a degraded cluster. A test
+that harms a node runs after the other tests of its cluster.
 Needs the distributions (`python -m systems prepare kafka|pulsar|pravega`); about 5-7 minutes on a loaded 2-core box,
 plus about 2 minutes for the two Pravega cases (113 s at load 13-15).
 """
@@ -73,44 +76,22 @@ def _rocksdb_libraries(pids):
     return libs
 
 
-class Cluster:
-    def __init__(self, system, level, rundir):
-        self.system, self.level, self.rundir = system, level, rundir
+def _kill9(cl, name):
+    """kill -9 one node and see `status` report the cluster degraded."""
+    node = next(n for n in cl.doc["nodes"] if n["name"] == name)
+    os.kill(node["pid"], signal.SIGKILL)
+    deadline = time.time() + 10
+    while proc.proc_start_time(node["pid"]) is not None and time.time() < deadline:
+        time.sleep(0.1)
+    st = json.loads(_cli("status", "--dir", str(cl.rundir)).stdout)
+    assert st["state"] == "degraded"
+    assert [x["alive"] for x in st["nodes"] if x["node"] == name] == [False]
 
-    def __enter__(self):
-        r = _cli("up", self.system, "--level", self.level, "--dir", str(self.rundir))
-        if r.returncode != 0:
-            # `up` must have cleaned up after itself
-            assert not [x for x in proc.read_pid_records(self.rundir) if x.alive()]
-            pytest.fail(f"up failed:\n{r.stderr[-3000:]}")
-        self.doc = json.loads((self.rundir / "cluster.json").read_text())
-        return self
 
-    def __exit__(self, *exc):
-        recs = proc.read_pid_records(self.rundir)
-        r = _cli("down", "--dir", str(self.rundir), timeout=120)
-        assert r.returncode == 0, r.stderr
-        # nothing of the cluster survives: no process group member, no listening port
-        for rec in recs:
-            assert not proc.group_members(rec.pgid), rec.node
-        for n in self.doc["nodes"]:
-            assert proc.proc_start_time(n["pid"]) is None or not proc.group_members(n["pgid"]), n["name"]
-            for port in n["ports"].values():
-                assert not proc.port_listening(port), f"{n['name']} port {port} still listening"
-        return False
-
-    def pids(self):
-        return [n["pid"] for n in self.doc["nodes"]]
-
-    def kill9(self, name):
-        node = next(n for n in self.doc["nodes"] if n["name"] == name)
-        os.kill(node["pid"], signal.SIGKILL)
-        deadline = time.time() + 10
-        while proc.proc_start_time(node["pid"]) is not None and time.time() < deadline:
-            time.sleep(0.1)
-        st = json.loads(_cli("status", "--dir", str(self.rundir)).stdout)
-        assert st["state"] == "degraded"
-        assert [x["alive"] for x in st["nodes"] if x["node"] == name] == [False]
+def _levels(system, shared=()):
+    """L1 and L4, each on the shared cluster of its (system, level) (systems/tests/sharedcluster.py). A level whose
+    test harms a node runs after the other tests of that cluster; one in `shared` does not and may run first."""
+    return [pytest.param(lv, marks=pytest.mark.cluster(system, lv, last=lv not in shared), id=lv) for lv in ("L1", "L4")]
 
 
 def _kill_and_restart(rundir, node, down_seconds=3.0):
@@ -201,29 +182,28 @@ def _kafka_roundtrip(doc, mid_stream=None):
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("level", ["L1", "L4"])
-def test_kafka_cluster(tmp_path, level):
-    _require("kafka")
-    with Cluster("kafka", level, tmp_path / "run") as cl:
-        doc = cl.doc
-        assert doc["system"] == "kafka" and doc["level"] == level and len(doc["nodes"]) == 3
-        assert doc["kafka"]["bootstrapServers"].count("127.0.0.1:") == 3
-        want = dur.server_settings("kafka", level)
-        for b in doc["effective"]["brokers"].values():
-            assert b["auto.create.topics.enable"] == "false"
-            assert b["log.flush.interval.messages"] == str(want["broker"]["log.flush.interval.messages"])
-        assert doc["effective"]["topic"]["config"]["flush.messages"] == ("1" if level == "L1" else "10000")
-        assert doc["effective"]["topic"]["replicationFactor"] == 3
-        assert doc["client"]["producerConfig"]["acks"] == ("all" if level == "L1" else "1")
-        assert doc["readySeconds"] > 0 and isinstance(doc["pageCacheDropped"]["dropped"], bool)
-        assert _listening_not_loopback(cl.pids()) == []
-        r = _cli("verify", "--dir", str(cl.rundir))
-        assert r.returncode == 0, r.stderr
-        if level == "L1":  # a broker crashes mid-stream and comes back: nothing acknowledged may be lost
-            _kafka_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "kafka-2"))
-        else:
-            _kafka_roundtrip(doc)
-            cl.kill9("kafka-2")  # a node crashes after the round trip; `down` (in __exit__) must still clean up
+@pytest.mark.parametrize("level", _levels("kafka"))
+def test_kafka_cluster(shared_cluster, level):
+    cl = shared_cluster
+    doc = cl.doc
+    assert doc["system"] == "kafka" and doc["level"] == level and len(doc["nodes"]) == 3
+    assert doc["kafka"]["bootstrapServers"].count("127.0.0.1:") == 3
+    want = dur.server_settings("kafka", level)
+    for b in doc["effective"]["brokers"].values():
+        assert b["auto.create.topics.enable"] == "false"
+        assert b["log.flush.interval.messages"] == str(want["broker"]["log.flush.interval.messages"])
+    assert doc["effective"]["topic"]["config"]["flush.messages"] == ("1" if level == "L1" else "10000")
+    assert doc["effective"]["topic"]["replicationFactor"] == 3
+    assert doc["client"]["producerConfig"]["acks"] == ("all" if level == "L1" else "1")
+    assert doc["readySeconds"] > 0 and isinstance(doc["pageCacheDropped"]["dropped"], bool)
+    assert _listening_not_loopback(cl.pids()) == []
+    r = _cli("verify", "--dir", str(cl.rundir))
+    assert r.returncode == 0, r.stderr
+    if level == "L1":  # a broker crashes mid-stream and comes back: nothing acknowledged may be lost
+        _kafka_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "kafka-2"))
+    else:
+        _kafka_roundtrip(doc)
+        _kill9(cl, "kafka-2")  # a node crashes after the round trip; the shared cluster's `down` must still clean up
 
 
 # --------------------------------------------------------------------------------------------- Pulsar
@@ -286,35 +266,34 @@ def _pulsar_roundtrip(doc, mid_stream=None):
 
 
 @pytest.mark.timeout(500)
-@pytest.mark.parametrize("level", ["L1", "L4"])
-def test_pulsar_cluster(tmp_path, level):
-    _require("pulsar")
-    with Cluster("pulsar", level, tmp_path / "run") as cl:
-        doc = cl.doc
-        roles = sorted(n["role"] for n in doc["nodes"])
-        assert roles == ["bookie", "bookie", "bookie", "broker", "metadata-store"]
-        want = dur.server_settings("pulsar", level)
-        eff = doc["effective"]
-        ack = 2 if level == "L1" else 1
-        assert eff["namespacePersistence"] == {"namespace": "public/default", "ensemble": 3, "writeQuorum": 3,
-                                               "ackQuorum": ack}
-        assert eff["ledger"]["ackQuorum"] == ack and eff["ledger"]["ensemble"] == 3
-        assert eff["broker"]["allowAutoTopicCreation"] == "false"
-        assert len(eff["registeredBookies"]) == 3
-        for b in eff["bookies"].values():
-            assert b["journalSyncData"] == str(want["bookie"]["journalSyncData"]).lower()
-            assert b["journalWriteData"] == "true"
-        assert _listening_not_loopback(cl.pids()) == []
-        # the RocksDB library each bookie extracts lies in the run directory, not in /tmp where a killed JVM left it
-        libs = _rocksdb_libraries(cl.pids())
-        assert libs and all(lib.startswith(os.path.realpath(cl.rundir) + "/") for lib in libs), libs
-        r = _cli("verify", "--dir", str(cl.rundir))
-        assert r.returncode == 0, r.stderr
-        if level == "L1":  # a bookie crashes mid-stream and comes back: nothing acknowledged may be lost
-            _pulsar_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
-        else:
-            _pulsar_roundtrip(doc)
-            cl.kill9("bookie-2")  # a bookie crashes after the round trip; `down` must still clean up
+@pytest.mark.parametrize("level", _levels("pulsar"))
+def test_pulsar_cluster(shared_cluster, level):
+    cl = shared_cluster
+    doc = cl.doc
+    roles = sorted(n["role"] for n in doc["nodes"])
+    assert roles == ["bookie", "bookie", "bookie", "broker", "metadata-store"]
+    want = dur.server_settings("pulsar", level)
+    eff = doc["effective"]
+    ack = 2 if level == "L1" else 1
+    assert eff["namespacePersistence"] == {"namespace": "public/default", "ensemble": 3, "writeQuorum": 3,
+                                           "ackQuorum": ack}
+    assert eff["ledger"]["ackQuorum"] == ack and eff["ledger"]["ensemble"] == 3
+    assert eff["broker"]["allowAutoTopicCreation"] == "false"
+    assert len(eff["registeredBookies"]) == 3
+    for b in eff["bookies"].values():
+        assert b["journalSyncData"] == str(want["bookie"]["journalSyncData"]).lower()
+        assert b["journalWriteData"] == "true"
+    assert _listening_not_loopback(cl.pids()) == []
+    # the RocksDB library each bookie extracts lies in the run directory, not in /tmp where a killed JVM left it
+    libs = _rocksdb_libraries(cl.pids())
+    assert libs and all(lib.startswith(os.path.realpath(cl.rundir) + "/") for lib in libs), libs
+    r = _cli("verify", "--dir", str(cl.rundir))
+    assert r.returncode == 0, r.stderr
+    if level == "L1":  # a bookie crashes mid-stream and comes back: nothing acknowledged may be lost
+        _pulsar_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
+    else:
+        _pulsar_roundtrip(doc)
+        _kill9(cl, "bookie-2")  # a bookie crashes after the round trip; `down` must still clean up
 
 
 # --------------------------------------------------------------------------------------------- Pravega
@@ -362,37 +341,36 @@ def _pravega_roundtrip(doc, mid_stream=None):
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("level", ["L1", "L4"])
-def test_pravega_cluster(tmp_path, level):
-    _require("pravega")
-    with Cluster("pravega", level, tmp_path / "run") as cl:
-        doc = cl.doc
-        roles = sorted(n["role"] for n in doc["nodes"])
-        assert roles == ["bookie", "bookie", "bookie", "controller", "metadata-store", "segmentstore"]
-        assert doc["pravega"]["controllerUri"].startswith("tcp://127.0.0.1:")
-        assert doc["pravega"]["restUri"].startswith("http://127.0.0.1:")
-        eff = doc["effective"]
-        ack = 2 if level == "L1" else 1
-        # the quorums of the segment store's own ledgers (its durable log), read from BookKeeper's metadata
-        assert eff["ledgers"] and all(q == {"ensemble": 3, "writeQuorum": 3, "ackQuorum": ack}
-                                      for q in eff["ledgers"].values()), eff["ledgers"]
-        assert eff["segmentstore"]["bookkeeper.ack.quorum.size"] == str(ack)
-        assert eff["segmentstore"]["pravegaservice.dataLog.impl.name"] == "BOOKKEEPER"
-        assert len(eff["registeredBookies"]) == 3
-        for b in eff["bookies"].values():
-            assert b["journalSyncData"] == ("true" if level == "L1" else "false")
-            assert b["journalWriteData"] == "true"
-        assert _listening_not_loopback(cl.pids()) == []
-        r = _cli("verify", "--dir", str(cl.rundir))
-        assert r.returncode == 0, r.stderr
-        if level == "L1":  # a bookie of the segment store's log crashes mid-stream and comes back
-            _pravega_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
-        else:
-            _pravega_roundtrip(doc)
-        # a RocksDB library a JVM extracted lies in the run directory (none of Pravega's loads one by this point on
-        # this version; Pulsar's bookies do, and their test requires it)
-        libs = _rocksdb_libraries(cl.pids())
-        assert all(lib.startswith(os.path.realpath(cl.rundir) + "/") for lib in libs), libs
+@pytest.mark.parametrize("level", _levels("pravega", shared=("L4",)))
+def test_pravega_cluster(shared_cluster, level):
+    cl = shared_cluster
+    doc = cl.doc
+    roles = sorted(n["role"] for n in doc["nodes"])
+    assert roles == ["bookie", "bookie", "bookie", "controller", "metadata-store", "segmentstore"]
+    assert doc["pravega"]["controllerUri"].startswith("tcp://127.0.0.1:")
+    assert doc["pravega"]["restUri"].startswith("http://127.0.0.1:")
+    eff = doc["effective"]
+    ack = 2 if level == "L1" else 1
+    # the quorums of the segment store's own ledgers (its durable log), read from BookKeeper's metadata
+    assert eff["ledgers"] and all(q == {"ensemble": 3, "writeQuorum": 3, "ackQuorum": ack}
+                                  for q in eff["ledgers"].values()), eff["ledgers"]
+    assert eff["segmentstore"]["bookkeeper.ack.quorum.size"] == str(ack)
+    assert eff["segmentstore"]["pravegaservice.dataLog.impl.name"] == "BOOKKEEPER"
+    assert len(eff["registeredBookies"]) == 3
+    for b in eff["bookies"].values():
+        assert b["journalSyncData"] == ("true" if level == "L1" else "false")
+        assert b["journalWriteData"] == "true"
+    assert _listening_not_loopback(cl.pids()) == []
+    r = _cli("verify", "--dir", str(cl.rundir))
+    assert r.returncode == 0, r.stderr
+    if level == "L1":  # a bookie of the segment store's log crashes mid-stream and comes back
+        _pravega_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
+    else:
+        _pravega_roundtrip(doc)
+    # a RocksDB library a JVM extracted lies in the run directory (none of Pravega's loads one by this point on
+    # this version; Pulsar's bookies do, and their test requires it)
+    libs = _rocksdb_libraries(cl.pids())
+    assert all(lib.startswith(os.path.realpath(cl.rundir) + "/") for lib in libs), libs
 
 
 # --------------------------------------------------------------------------------------------- failures
