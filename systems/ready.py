@@ -15,6 +15,8 @@ A condition is a JSON object with a `kind` and a `node` (whose death ends the wa
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import socket
 import struct
@@ -26,8 +28,32 @@ from typing import Any, Callable
 from .proc import port_listening  # sbhost.proc on a host (testbeds/hostside): the same file
 
 
+# Where HTTP requests go from: here (None), or a function (method, url, body, timeout) -> (status, text) that sends
+# them from a host that can reach the cluster (testbeds/cluster.py: over ssh, through sbnode.py `http` on a server
+# host, for a controller without a route to the hosts' private addresses)
+_VIA: contextvars.ContextVar[Callable[..., tuple[int, str]] | None] = contextvars.ContextVar("http_via", default=None)
+
+
+@contextlib.contextmanager
+def http_via(send: Callable[..., tuple[int, str]]):
+    """Within the block, every http() of this context is sent by `send` instead of from this process."""
+    token = _VIA.set(send)
+    try:
+        yield
+    finally:
+        _VIA.reset(token)
+
+
 def http(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
     """(status, text) of one request; (0, the error) when nothing answered."""
+    via = _VIA.get()
+    if via is not None:
+        return via(method, url, body, timeout)
+    return http_here(method, url, body, timeout)
+
+
+def http_here(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
+    """http() from this process."""
     data = None
     headers = {"Accept": "application/json"}
     if body is not None:

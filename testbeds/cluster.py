@@ -9,7 +9,9 @@ inventory's directories; its files go to each host in one archive, its stages ru
 commands, node starts (testbeds/hostside/sbnode.py, the same pid records and log cap as on this machine), then the
 readiness conditions, checked by sbnode.py on the host of the node each names (systems/ready.py), so the
 controller needs no route to the hosts' private addresses for them. `verify` reads the effective settings back with
-the systems' own checks before RUNDIR/cluster.json is written; `down` stops every node on every reachable host
+the systems' own checks before RUNDIR/cluster.json is written; their HTTP requests (Pulsar's and Pravega's admin
+and bookie APIs) are sent from the first server host over ssh (sbnode.py `http`), so those checks need no route
+either (Kafka's admin client still connects from the controller: issue 30, blocker 1); `down` stops every node on every reachable host
 (cluster-down.yml) and removes the cluster's data directories. RUNDIR (on the controller) holds the archives, the
 Ansible logs, remote.json (what was started where, written before anything starts) and cluster.json.
 
@@ -33,6 +35,7 @@ from systems import kafka as skafka
 from systems import plan as splan
 from systems import pravega as spravega
 from systems import pulsar as spulsar
+from systems import ready as sready
 from systems.cluster import CLUSTER_JSON, SCHEMA_VERSION
 from systems.util import SystemsError, load_config, resolve, versions
 
@@ -151,7 +154,7 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
         ready_s = time.monotonic() - t0
         view = SimpleNamespace(system=system, level=level, tuning=tuning, durability=durability,
                                endpoints=pl.endpoints, nodes=nodes, extra=pl.extra, cfg=cfg, faults=faults,
-                               read_log=_read_log(inv))
+                               read_log=_read_log(inv), http=http_over_ssh(inv))
         effective = _verify_settings(view, create=True)
         verified_s = time.monotonic() - t0
         doc = {
@@ -182,9 +185,30 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
         raise
 
 
+def http_over_ssh(inv: Inventory):
+    """A sender for systems/ready.http_via: each request made by sbnode.py `http` on the first server host, which
+    sits on the cluster's network (the controller may have no route to it: an EC2 fleet seen from a laptop, the
+    EC2-like lab). (0, why) when the host cannot be reached, as when nothing answered."""
+    host = inv.with_role("server")[0]
+    helper = f"python3 {shlex.quote(posixpath.join(host.work_dir, 'lib', 'sbnode.py'))}"
+
+    def send(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
+        req = json.dumps({"method": method, "url": url, "body": body, "timeout": timeout})
+        try:
+            res = remote.ssh(host, f"{helper} http {shlex.quote(req)}", timeout=timeout + 60)
+            out = json.loads(res.stdout)
+            return int(out["status"]), str(out["text"])
+        except TestbedError as e:
+            return 0, str(e)
+        except (ValueError, KeyError, TypeError):
+            return 0, f"host {host.name}: sbnode.py http answered {res.stdout[-200:]!r}"
+    return send
+
+
 def _verify_settings(view, create: bool) -> dict[str, Any]:
     try:
-        return IMPL[view.system].verify(view, create=create)
+        with sready.http_via(view.http):
+            return IMPL[view.system].verify(view, create=create)
     except SystemsError as e:
         raise TestbedError(str(e)) from None
 
@@ -210,7 +234,7 @@ def verify(inv: Inventory, rundir: Path, cfg: dict | None = None, log=print) -> 
                            durability=dur.load(doc["durabilityFile"]),
                            endpoints={k: doc[k] for k in IMPL if k in doc}, nodes=doc["nodes"],
                            extra=doc.get("extra", {}), cfg=cfg, faults=bool(doc.get("faults")),
-                           read_log=_read_log(inv))
+                           read_log=_read_log(inv), http=http_over_ssh(inv))
     doc["effective"] = _verify_settings(view, create=False)
     doc["verifiedAt"] = now()
     atomic_write_json(Path(rundir) / CLUSTER_JSON, doc)

@@ -11,6 +11,9 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
   sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
   sbnode.py status RUNDIR            JSON {node: alive}
   sbnode.py wait READY.json          wait for a start-up stage's readiness conditions on this host (systems/ready.py)
+  sbnode.py http REQUEST             one HTTP request from this host, REQUEST a JSON object {"method", "url", "body"?,
+                                     "timeout"?}; prints {"status", "text"} (status 0: nothing answered). The
+                                     controller's admin and verify requests to a cluster it has no route to
 
 SPEC: {"node", "rundir", "cmd": [...], "env": {...}, "cwd", "log", "stopStage", "timeout", "mkdirs": [...],
        "maxLogBytes"}  (the node's log is capped as on this machine, whatever the number of starts)
@@ -142,6 +145,16 @@ def main(argv: list[str]) -> int:
             return 0
         if cmd == "status":
             print(json.dumps({r.node: r.alive() for r in read_pid_records(Path(arg))}))
+            return 0
+        if cmd == "http":
+            try:
+                req = json.loads(arg)
+                req["method"], req["url"]
+            except (ValueError, KeyError, TypeError) as e:
+                print(f"sbnode: error: http: REQUEST must be a JSON object with method and url ({e})", file=sys.stderr)
+                return 2
+            code, text = ready.http_here(req["method"], req["url"], req.get("body"), float(req.get("timeout", 15)))
+            print(json.dumps({"status": code, "text": text}))
             return 0
     except SystemsError as e:
         print(f"sbnode: error: {e}", file=sys.stderr)
