@@ -122,24 +122,38 @@ def _admin(bootstrap: str):
 
 
 def verify(run, create: bool = True, timeout: float = 60) -> dict[str, Any]:
+    """Read the broker and topic settings back (describeConfigs) and compare them with the level.
+
+    Creates (once) the topic __streambench_verify with the level's topic config and replication factor, then checks
+    its effective config and that every partition has a full replica set in sync. What the cluster answers comes from
+    `run.kafka_snapshot` when the caller gives one (testbeds/cluster.py: the Java admin client of the distribution
+    on a server host, over ssh, for a controller without a route to the brokers), else from this process
+    (`snapshot`); the comparison is the same."""
+    ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
+    exp_b = expected_broker(ss["broker"])
+    exp_t = {k: str(v) for k, v in ss["topic"].items()}
+    take = getattr(run, "kafka_snapshot", None) or snapshot
+    snap = take(run.endpoints["kafka"]["bootstrapServers"], sorted(exp_b), sorted(exp_t), exp_t,
+                ss["replicationFactor"], create, timeout)
+    return compare(snap, exp_b, exp_t, run.level)
+
+
+def snapshot(bootstrap: str, broker_keys: list[str], topic_keys: list[str], topic_config: dict[str, str],
+             rf: int, create: bool, timeout: float) -> dict[str, Any]:
+    """What the cluster answers, from this process (confluent-kafka's admin client): {"brokers": {id: {key: value}},
+    "topic": {"replicas": [per partition], "isr": [per partition], "config": {key: value}}}. Waits for the NODES
+    brokers and for a full in-sync replica set of VERIFY_TOPIC (created first with `create`), until `timeout`."""
     from confluent_kafka import KafkaException
     try:
-        return _verify(run, create, timeout)
+        return _snapshot(bootstrap, broker_keys, topic_keys, topic_config, rf, create, timeout)
     except KafkaException as e:
         raise SystemsError(f"kafka: admin request failed during verification: {e}") from None
 
 
-def _verify(run, create: bool, timeout: float) -> dict[str, Any]:
-    """Read the broker and topic settings back (describeConfigs) and compare them with the level.
-
-    Creates (once) the topic __streambench_verify with the level's topic config and replication factor,
-    then checks its effective config and that every partition has a full replica set in sync.
-    """
+def _snapshot(bootstrap, broker_keys, topic_keys, topic_config, rf, create, timeout) -> dict[str, Any]:
     from confluent_kafka.admin import ConfigResource, NewTopic, ResourceType
     from confluent_kafka import KafkaException
 
-    ss = dur.server_settings("kafka", run.level, run.tuning, run.durability)
-    bootstrap = run.endpoints["kafka"]["bootstrapServers"]
     admin = _admin(bootstrap)
     deadline = time.monotonic() + timeout
     while True:
@@ -153,24 +167,16 @@ def _verify(run, create: bool, timeout: float) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise SystemsError(f"kafka: cluster not ready at {bootstrap}: {err}")
         time.sleep(0.5)
-    effective: dict[str, Any] = {"brokers": {}, "topic": {}}
-    mismatches = []
-    exp_b = expected_broker(ss["broker"])
+    snap: dict[str, Any] = {"brokers": {}, "topic": {}}
     for b in sorted(md.brokers):
         # librdkafka allows one BROKER resource per describeConfigs call
         futs = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(b))], request_timeout=15)
         r, fut = next(iter(futs.items()))  # keep `futs` referenced until the result is in
         cfg = fut.result(timeout=30)
-        got = {k: cfg[k].value if k in cfg else None for k in exp_b}
-        effective["brokers"][r.name] = got
-        for k, v in exp_b.items():
-            if got[k] != v:
-                mismatches.append(f"broker {r.name} {k}={got[k]} (want {v})")
-    exp_t = {k: str(v) for k, v in ss["topic"].items()}
-    rf = ss["replicationFactor"]
+        snap["brokers"][r.name] = {k: cfg[k].value if k in cfg else None for k in broker_keys}
     if create and VERIFY_TOPIC not in md.topics:
         fut = admin.create_topics([NewTopic(VERIFY_TOPIC, num_partitions=NODES, replication_factor=rf,
-                                            config=exp_t)], request_timeout=30)[VERIFY_TOPIC]
+                                            config=topic_config)], request_timeout=30)[VERIFY_TOPIC]
         try:
             fut.result(timeout=60)
         except KafkaException as e:
@@ -191,17 +197,34 @@ def _verify(run, create: bool, timeout: float) -> dict[str, Any]:
         try:
             cfg = next(iter(futs.values())).result(timeout=30)
             break
-        except KafkaException as e:
+        except KafkaException:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-    got = {k: cfg[k].value if k in cfg else None for k in exp_t}
-    effective["topic"] = {"name": VERIFY_TOPIC, "replicationFactor": len(next(iter(t.partitions.values())).replicas),
-                          "inSyncReplicas": min(len(p.isrs) for p in t.partitions.values()), "config": got}
+    parts = [t.partitions[i] for i in sorted(t.partitions)]
+    snap["topic"] = {"replicas": [len(p.replicas) for p in parts], "isr": [len(p.isrs) for p in parts],
+                     "config": {k: cfg[k].value if k in cfg else None for k in topic_keys}}
+    return snap
+
+
+def compare(snap: dict[str, Any], exp_b: dict[str, str], exp_t: dict[str, str], level: str) -> dict[str, Any]:
+    """The effective settings of a snapshot, or one SystemsError listing every difference from the level."""
+    effective: dict[str, Any] = {"brokers": {}, "topic": {}}
+    mismatches = []
+    for b, cfg in sorted(snap["brokers"].items()):
+        got = {k: cfg.get(k) for k in exp_b}
+        effective["brokers"][b] = got
+        for k, v in exp_b.items():
+            if got[k] != v:
+                mismatches.append(f"broker {b} {k}={got[k]} (want {v})")
+    t = snap["topic"]
+    got = {k: t["config"].get(k) for k in exp_t}
+    effective["topic"] = {"name": VERIFY_TOPIC, "replicationFactor": t["replicas"][0],
+                          "inSyncReplicas": min(t["isr"]), "config": got}
     for k, v in exp_t.items():
         if got[k] != v:
             mismatches.append(f"topic {VERIFY_TOPIC} {k}={got[k]} (want {v})")
     if mismatches:
         raise SystemsError("kafka: effective settings differ from level "
-                           f"{run.level}: " + "; ".join(mismatches))
+                           f"{level}: " + "; ".join(mismatches))
     return effective

@@ -51,6 +51,9 @@ def main(argv=None) -> int:
                           "a rented machine; removed with the lab")
     lab.add_argument("--sudo", choices=["nopasswd", "none"], default="nopasswd",
                      help="with --login-user: passwordless sudo (default) or none")
+    lab.add_argument("--ec2-like", action="store_true",
+                     help="hosts on a private network the controller has no route to, reached only at public "
+                          "addresses on tcp/22, host keys learnt on first contact (testbeds/lab.py)")
     lab.add_argument("rest", nargs="*", help="exec: -- CMD...")
 
     p = sub.add_parser("adopt", help="check a hand-written inventory and write its working copy")
@@ -82,7 +85,7 @@ def main(argv=None) -> int:
             from . import lab as labm
             if a.action == "up":
                 path = labm.up(a.id, a.servers, a.clients, a.subnet, a.dir, log=_log, login_user=a.login_user,
-                               sudo=a.sudo)
+                               sudo=a.sudo, ec2_like=a.ec2_like)
                 if a.inventory_out:
                     from .util import atomic_write_text
                     atomic_write_text(a.inventory_out, path.read_text())

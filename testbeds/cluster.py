@@ -10,8 +10,9 @@ commands, node starts (testbeds/hostside/sbnode.py, the same pid records and log
 readiness conditions, checked by sbnode.py on the host of the node each names (systems/ready.py), so the
 controller needs no route to the hosts' private addresses for them. `verify` reads the effective settings back with
 the systems' own checks before RUNDIR/cluster.json is written; their HTTP requests (Pulsar's and Pravega's admin
-and bookie APIs) are sent from the first server host over ssh (sbnode.py `http`), so those checks need no route
-either (Kafka's admin client still connects from the controller: issue 30, blocker 1); `down` stops every node on every reachable host
+and bookie APIs) are sent from the first server host over ssh (sbnode.py `http`), and Kafka's admin requests are
+made there by the distribution's own Java client (systems/kafka/check/KafkaVerifySnapshot.java), so those checks
+need no route either; `down` stops every node on every reachable host
 (cluster-down.yml) and removes the cluster's data directories. RUNDIR (on the controller) holds the archives, the
 Ansible logs, remote.json (what was started where, written before anything starts) and cluster.json.
 
@@ -154,7 +155,8 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
         ready_s = time.monotonic() - t0
         view = SimpleNamespace(system=system, level=level, tuning=tuning, durability=durability,
                                endpoints=pl.endpoints, nodes=nodes, extra=pl.extra, cfg=cfg, faults=faults,
-                               read_log=_read_log(inv), http=http_over_ssh(inv))
+                               read_log=_read_log(inv), http=http_over_ssh(inv),
+                               kafka_snapshot=kafka_snapshot_over_ssh(inv, servers[0].name, servers[0].dist))
         effective = _verify_settings(view, create=True)
         verified_s = time.monotonic() - t0
         doc = {
@@ -205,6 +207,27 @@ def http_over_ssh(inv: Inventory):
     return send
 
 
+def kafka_snapshot_over_ssh(inv: Inventory, host_name: str, dist: str, java: str = "java"):
+    """systems/kafka.py's snapshot, taken on a server host by KafkaVerifySnapshot.java (shipped by prepare to
+    <workDir>/lib/) run as a source file on the distribution's classpath, over ssh."""
+    host = inv.host(host_name)
+    src = posixpath.join(host.work_dir, "lib", "KafkaVerifySnapshot.java")
+
+    def take(bootstrap: str, broker_keys, topic_keys, topic_config: dict[str, str], rf: int, create: bool,
+             timeout: float) -> dict[str, Any]:
+        args = [java, "-Xmx256m", "-Dlog4j2.level=off", "-cp", posixpath.join(dist, "libs", "*"), src, bootstrap,
+                str(skafka.NODES), skafka.VERIFY_TOPIC, str(rf), "true" if create else "false", str(int(timeout)),
+                ",".join(broker_keys), ",".join(topic_keys), *(f"{k}={v}" for k, v in topic_config.items())]
+        res = remote.ssh(host, " ".join(shlex.quote(a) for a in args), timeout=timeout + 120, check=False)
+        line = next((x for x in res.stdout.splitlines() if x.startswith("SNAPSHOT ")), None)
+        if res.returncode != 0 or line is None:
+            why = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
+            raise SystemsError(why if why.startswith("kafka: ") else
+                               f"kafka: verification on host {host.name} exited {res.returncode}: {why}")
+        return json.loads(line[len("SNAPSHOT "):])
+    return take
+
+
 def _verify_settings(view, create: bool) -> dict[str, Any]:
     try:
         with sready.http_via(view.http):
@@ -234,7 +257,9 @@ def verify(inv: Inventory, rundir: Path, cfg: dict | None = None, log=print) -> 
                            durability=dur.load(doc["durabilityFile"]),
                            endpoints={k: doc[k] for k in IMPL if k in doc}, nodes=doc["nodes"],
                            extra=doc.get("extra", {}), cfg=cfg, faults=bool(doc.get("faults")),
-                           read_log=_read_log(inv), http=http_over_ssh(inv))
+                           read_log=_read_log(inv), http=http_over_ssh(inv),
+                           kafka_snapshot=kafka_snapshot_over_ssh(inv, doc["nodes"][0]["hostName"],
+                                                                  doc["distribution"][doc["nodes"][0]["hostName"]]))
     doc["effective"] = _verify_settings(view, create=False)
     doc["verifiedAt"] = now()
     atomic_write_json(Path(rundir) / CLUSTER_JSON, doc)

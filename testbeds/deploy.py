@@ -74,6 +74,7 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
                      "faulthook": str(root() / "systems" / "faulthook.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
                      "init": str(HERE / "hostside" / "__init__.py"),
+                     "kafkacheck": str(root() / "systems" / "kafka" / "check" / "KafkaVerifySnapshot.java"),
                      "hwprobe": str(root() / "hw-probes" / "hwprobe")},
         "dists": [dist_archive(s) for s in systems],
         "runner": runner_archive() if with_runner else None}}

@@ -12,6 +12,15 @@ Layout of lab ID (every name carries the id, so `down` removes exactly what `up`
   netns  sbl-ID-HOST  one per host (server-1.., client-1..): veth sblID-HOST <-> sblID-HOSTb, address .11..,
                       its own sshd (config, host key, pid file under the lab directory; key auth only),
                       started under `unshare --uts` with the host's name as hostname
+With --ec2-like (`up(ec2_like=True)`) the lab is as unkind as a rented fleet's network (issue 30): the subnet's lower
+half is the hosts' private network (bridge brID, addresses .11..), its upper half a "public" one (bridge bpID in the
+switch namespace; veth sblID-HOSTp <-> sblID-HOSTq per host, addresses half+11..); the controller sits on the public
+bridge only (address half+1), so it has no route to any private address; an nftables table `inet sblab_ID` in each
+host's namespace drops everything the public interface receives but tcp/22 (and replies to what the host opened),
+as a security group admitting ssh only; the inventory's `publicAddress` is what ssh uses, its known_hosts starts
+empty (StrictHostKeyChecking=accept-new: the first contact learns each key, later ones insist on it), and
+`sharedFilesystem` is false (distributions and logs are copied, not linked). Combine with --login-user for EC2's
+non-root login. Everything the controller needs from a cluster must then go over ssh.
 Files: $STREAMBENCH_CACHE/lab/ID/ holds state.json (written before anything is made), keys/ (the lab's
 client key and host keys, never committed), sshd/, hosts/HOST/ (each host's root) and inventory.json.
 `down` kills every process left in a host namespace, deletes the namespaces (their links and the bridge go
@@ -69,7 +78,7 @@ def login_user_name(lab_id: str) -> str:
 
 
 def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None = None,
-         login_user: bool = False, sudo: str = "nopasswd") -> dict[str, Any]:
+         login_user: bool = False, sudo: str = "nopasswd", ec2_like: bool = False) -> dict[str, Any]:
     """Every name and address lab lab_id will use; written to state.json before anything is made. With login_user
     the hosts are reached as a user of their own (not root) who escalates with sudo as on a rented machine: sudo
     `nopasswd` (as on EC2), or `none` (no sudo rights: what prepare must refuse in one line)."""
@@ -80,19 +89,26 @@ def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None
     if not net.is_private:
         raise TestbedError(f"lab: subnet {subnet} is not a private range")
     names = host_names(servers, clients)
-    if net.num_addresses < 16 + len(names):
-        raise TestbedError(f"lab: subnet {subnet} too small for {len(names)} hosts")
+    private, public = (tuple(net.subnets(1)) if ec2_like else (net, None))
+    if private.num_addresses < 16 + len(names):
+        raise TestbedError(f"lab: subnet {subnet} too small for {len(names)} hosts"
+                           + (" (--ec2-like uses half of it for the public network)" if ec2_like else ""))
     d = lab_dir(lab_id, base)
     hosts = []
     for i, (name, roles) in enumerate(names):
         s = _short(name)
         hosts.append({"name": name, "roles": roles, "netns": f"{PREFIX}-{lab_id}-{s}",
                       "veth": f"{PREFIX}{lab_id}-{s}", "peer": f"{PREFIX}{lab_id}-{s}b",
-                      "address": str(net.network_address + 11 + i), "root": str(d / "hosts" / name)})
-    return {"id": lab_id, "dir": str(d), "subnet": str(net), "prefixlen": net.prefixlen,
+                      "address": str(private.network_address + 11 + i), "root": str(d / "hosts" / name),
+                      **({"publicVeth": f"{PREFIX}{lab_id}-{s}p", "publicPeer": f"{PREFIX}{lab_id}-{s}q",
+                          "publicAddress": str(public.network_address + 11 + i)} if public else {})})
+    ctl_net = public or private
+    return {"id": lab_id, "dir": str(d), "subnet": str(private), "prefixlen": private.prefixlen,
             "switch": f"{PREFIX}-{lab_id}-sw", "bridge": f"br{lab_id}",
             "controller": {"netns": f"{PREFIX}-{lab_id}-ctl", "veth": f"{PREFIX}{lab_id}-ctl",
-                           "peer": f"{PREFIX}{lab_id}-ctlb", "address": str(net.network_address + 1)},
+                           "peer": f"{PREFIX}{lab_id}-ctlb", "address": str(ctl_net.network_address + 1)},
+            **({"ec2Like": {"publicSubnet": str(public), "publicBridge": f"bp{lab_id}",
+                            "table": f"sblab_{lab_id}"}} if public else {}),
             "hosts": hosts, "createdAt": now(), "pid": os.getpid(),
             **({"loginUser": {"name": login_user_name(lab_id), "home": str(d / "home"), "sudo": sudo,
                               "sudoers": str(SUDOERS_DIR / f"streambench-lab-{lab_id}")}} if login_user else {})}
@@ -248,7 +264,7 @@ def _make_login_user(p: dict[str, Any], d: Path) -> None:
 SSHD_CONFIG = """\
 # sshd of lab host {name} (made by testbeds/lab.py; key authentication only)
 Port 22
-ListenAddress {address}
+{listen}
 HostKey {hostkey}
 PidFile {pidfile}
 AuthorizedKeysFile {authorized}
@@ -271,12 +287,14 @@ def _keygen(path: Path, comment: str) -> None:
 
 
 def up(lab_id: str, servers: int = 3, clients: int = 1, subnet: str = "10.77.0.0/24", base: Path | None = None,
-       log=print, timeout: float = 30, login_user: bool = False, sudo: str = "nopasswd") -> Path:
+       log=print, timeout: float = 30, login_user: bool = False, sudo: str = "nopasswd",
+       ec2_like: bool = False) -> Path:
     """Make the lab and write its inventory; returns the inventory's path. A stale lab of the same id is
-    removed first; a failure removes everything made so far. With login_user, see plan()."""
+    removed first; a failure removes everything made so far. With login_user and ec2_like, see plan() and the
+    module's docstring."""
     if not Path(SSHD).exists():
         raise TestbedError(f"lab: {SSHD} not found (Debian package openssh-server, env/apt-packages.txt)")
-    p = plan(lab_id, servers, clients, subnet, base, login_user=login_user, sudo=sudo)
+    p = plan(lab_id, servers, clients, subnet, base, login_user=login_user, sudo=sudo, ec2_like=ec2_like)
     d = Path(p["dir"])
     if (d / "state.json").exists() or any(n.startswith(f"{PREFIX}-{lab_id}-") for n in netns_list()) \
             or (SUDOERS_DIR / f"streambench-lab-{lab_id}").exists():
@@ -311,17 +329,30 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
     _ip("link", "set", "lo", "up", ns=sw)
     _ip("link", "add", br, "type", "bridge", ns=sw)
     _ip("link", "set", br, "up", ns=sw)
+    ec2 = p.get("ec2Like")
+    if ec2:
+        _ip("link", "add", ec2["publicBridge"], "type", "bridge", ns=sw)
+        _ip("link", "set", ec2["publicBridge"], "up", ns=sw)
+        pub_len = ipaddress.ip_network(ec2["publicSubnet"]).prefixlen
     known = []
     for node in [ctl, *p["hosts"]]:
         ns = node["netns"]
         _ip("netns", "add", ns)
         _ip("link", "set", "lo", "up", ns=ns)
-        # both ends are created inside the namespaces: nothing ever appears in the root namespace
-        _ip("link", "add", node["veth"], "type", "veth", "peer", "name", node["peer"], "netns", sw, ns=ns)
-        _ip("link", "set", node["peer"], "master", br, ns=sw)
-        _ip("link", "set", node["peer"], "up", ns=sw)
-        _ip("addr", "add", f"{node['address']}/{p['prefixlen']}", "dev", node["veth"], ns=ns)
-        _ip("link", "set", node["veth"], "up", ns=ns)
+        # the controller of an EC2-like lab is on the public bridge only; a host is on both
+        links = ([(node["veth"], node["peer"], ec2["publicBridge"], node["address"], pub_len)] if ec2 and node is ctl
+                 else [(node["veth"], node["peer"], br, node["address"], p["prefixlen"])])
+        if ec2 and node is not ctl:
+            links.append((node["publicVeth"], node["publicPeer"], ec2["publicBridge"], node["publicAddress"], pub_len))
+        for veth, peer, bridge, addr, plen in links:
+            # both ends are created inside the namespaces: nothing ever appears in the root namespace
+            _ip("link", "add", veth, "type", "veth", "peer", "name", peer, "netns", sw, ns=ns)
+            _ip("link", "set", peer, "master", bridge, ns=sw)
+            _ip("link", "set", peer, "up", ns=sw)
+            _ip("addr", "add", f"{addr}/{plen}", "dev", veth, ns=ns)
+            _ip("link", "set", veth, "up", ns=ns)
+        if ec2 and node is not ctl:
+            _public_firewall(ns, ec2["table"], node["publicVeth"])
     for h in p["hosts"]:
         name = h["name"]
         root = Path(h["root"])
@@ -331,26 +362,46 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
             (root / sub).mkdir(parents=True, exist_ok=True)
         hostkey = keys / f"host-{name}"
         _keygen(hostkey, f"{name}.lab-{p['id']}")
-        known.append(f"{h['address']} {(keys / f'host-{name}.pub').read_text().split(' ')[0]} "
-                     f"{(keys / f'host-{name}.pub').read_text().split(' ')[1]}")
+        if not ec2:  # an EC2-like lab's controller learns the keys on first contact (accept-new)
+            known.append(f"{h['address']} {(keys / f'host-{name}.pub').read_text().split(' ')[0]} "
+                         f"{(keys / f'host-{name}.pub').read_text().split(' ')[1]}")
         conf = d / "sshd" / f"{name}.conf"
-        conf.write_text(SSHD_CONFIG.format(name=name, address=h["address"], hostkey=hostkey,
+        listen = "\n".join(f"ListenAddress {a}" for a in (h["address"], h.get("publicAddress")) if a)
+        conf.write_text(SSHD_CONFIG.format(name=name, listen=listen, hostkey=hostkey,
                                            pidfile=d / "sshd" / f"{name}.pid", authorized=keys / "authorized_keys"))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
         run(["ip", "netns", "exec", h["netns"], "unshare", "--uts", "sh", "-c",
              'hostname "$1" && exec "$2" -f "$3" -E "$4"', "sh", name, SSHD, str(conf),
              str(d / "sshd" / f"{name}.log")], what=f"lab: sshd of {name}")
-    (keys / "known_hosts").write_text("\n".join(known) + "\n")
-    # wait until every sshd accepts connections (from the controller namespace)
+    (keys / "known_hosts").write_text("".join(f"{k}\n" for k in known))
+    # wait until every sshd accepts connections (from the controller namespace, at the address ssh will use)
     deadline = time.monotonic() + timeout
     for h in p["hosts"]:
-        while not _port_open(ctl["netns"], h["address"], 22):
+        addr = h.get("publicAddress") or h["address"]
+        while not _port_open(ctl["netns"], addr, 22):
             if time.monotonic() > deadline:
-                raise TestbedError(f"lab: sshd of {h['name']} ({h['address']}:22) not answering after "
+                raise TestbedError(f"lab: sshd of {h['name']} ({addr}:22) not answering after "
                                    f"{timeout:.0f} s; see {d / 'sshd' / (h['name'] + '.log')}")
             time.sleep(0.2)
     atomic_write_json(d / "inventory.json", inventory_doc(p, d))
     inv_mod.load(d / "inventory.json")  # what we wrote must pass our own checks
+
+
+def _public_firewall(ns: str, table: str, public_if: str) -> None:
+    """As a security group admitting ssh only: what the public interface receives is dropped unless it is tcp/22
+    or a reply to a connection the host opened. The table lives in the host's namespace and goes with it."""
+    from systems.faulthook import nft_path
+    nft = nft_path()
+    if not nft:
+        raise TestbedError("lab: --ec2-like needs nft (Debian package nftables, env/apt-packages.txt)")
+    rules = (f"table inet {table} {{\n  chain input {{\n    type filter hook input priority 0; policy accept;\n"
+             f"    iifname \"{public_if}\" ct state established,related accept\n"
+             f"    iifname \"{public_if}\" tcp dport 22 accept\n"
+             f"    iifname \"{public_if}\" drop\n  }}\n}}\n")
+    res = subprocess.run(["ip", "netns", "exec", ns, nft, "-f", "-"], input=rules, capture_output=True, text=True,
+                         timeout=30)
+    if res.returncode != 0:
+        raise TestbedError(f"lab: nftables rules in {ns}: {res.stderr.strip()}")
 
 
 def _port_open(ns: str, addr: str, port: int) -> bool:
@@ -362,9 +413,11 @@ def _port_open(ns: str, addr: str, port: int) -> bool:
 def inventory_doc(p: dict[str, Any], d: Path) -> dict[str, Any]:
     keys = d / "keys"
     hosts = []
+    ec2 = p.get("ec2Like")
     for h in p["hosts"]:
         root = h["root"]
         hosts.append({"name": h["name"], "roles": h["roles"], "address": h["address"], "root": root,
+                      **({"publicAddress": h["publicAddress"]} if ec2 else {}),
                       "workDir": f"{root}/opt/streambench",
                       "dataDirs": {"journal": f"{root}/data/journal", "ledger": f"{root}/data/ledger",
                                    "log": f"{root}/data/log"},
@@ -373,12 +426,14 @@ def inventory_doc(p: dict[str, Any], d: Path) -> dict[str, Any]:
             "ssh": {"user": (p.get("loginUser") or {}).get("name", "root"), "port": 22,
                     "privateKey": str(keys / "id_ed25519"),
                     "knownHosts": str(keys / "known_hosts"),
-                    "options": ["StrictHostKeyChecking=yes", "PasswordAuthentication=no", "BatchMode=yes"]},
+                    "options": [f"StrictHostKeyChecking={'accept-new' if ec2 else 'yes'}", "PasswordAuthentication=no",
+                                "BatchMode=yes"]},
             "hosts": hosts,
             "network": {"subnet": p["subnet"], "bridge": p["bridge"], "switchNetns": p["switch"],
-                        "controllerAddress": p["controller"]["address"], "interHostDelay": False},
+                        "controllerAddress": p["controller"]["address"], "interHostDelay": False,
+                        **({"publicSubnet": ec2["publicSubnet"]} if ec2 else {})},
             "provider": {"kind": "lab", "dir": str(d), "controllerNetns": p["controller"]["netns"],
-                         "sharedFilesystem": True,
+                         "sharedFilesystem": not ec2, "ec2Like": bool(ec2),
                          "netns": {h["name"]: h["netns"] for h in p["hosts"]},
                          "sshdPidFiles": {h["name"]: str(d / "sshd" / f"{h['name']}.pid") for h in p["hosts"]}}}
 
