@@ -193,11 +193,12 @@ def http_over_ssh(inv: Inventory):
     EC2-like lab). (0, why) when the host cannot be reached, as when nothing answered."""
     host = inv.with_role("server")[0]
     helper = f"python3 {shlex.quote(posixpath.join(host.work_dir, 'lib', 'sbnode.py'))}"
+    mux = remote.control_path_dir(inv.testbed, inv.id, inv.path)  # verify makes tens of requests: one connection
 
     def send(method: str, url: str, body: Any = None, timeout: float = 15) -> tuple[int, str]:
         req = json.dumps({"method": method, "url": url, "body": body, "timeout": timeout})
         try:
-            res = remote.ssh(host, f"{helper} http {shlex.quote(req)}", timeout=timeout + 60)
+            res = remote.ssh(host, f"{helper} http {shlex.quote(req)}", timeout=timeout + 60, control_dir=mux)
             out = json.loads(res.stdout)
             return int(out["status"]), str(out["text"])
         except TestbedError as e:

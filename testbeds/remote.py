@@ -73,14 +73,20 @@ def via(h: Host) -> list[str]:
     return ["ip", "netns", "exec", h.via_netns] if h.via_netns and not in_controller(h.via_netns) else []
 
 
-def ssh_cmd(h: Host, command: str) -> list[str]:
-    return [*via(h), "ssh", *ssh_options(h), f"{h.ssh['user']}@{h.ssh_address}", command]
+def ssh_cmd(h: Host, command: str, control_dir: Path | None = None) -> list[str]:
+    mux = []
+    if control_dir is not None:  # one connection kept for many short commands (closed 30 s after the last)
+        control_dir.mkdir(mode=0o700, exist_ok=True)
+        mux = ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/sb-%C", "-o", "ControlPersist=30"]
+    return [*via(h), "ssh", *ssh_options(h), *mux, f"{h.ssh['user']}@{h.ssh_address}", command]
 
 
-def ssh(h: Host, command: str, *, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
-    """Run a shell command on host h; a connection or auth failure is a one-line error naming the host."""
+def ssh(h: Host, command: str, *, timeout: float = 120, check: bool = True,
+        control_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """Run a shell command on host h; a connection or auth failure is a one-line error naming the host. With
+    control_dir (an instance's control_path_dir, which the lab's down removes) the connection is shared."""
     try:
-        res = subprocess.run(ssh_cmd(h, command), capture_output=True, text=True, timeout=timeout,
+        res = subprocess.run(ssh_cmd(h, command, control_dir), capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise TestbedError(f"host {h.name} ({h.ssh_address}): no answer over ssh within {timeout:.0f} s") from None

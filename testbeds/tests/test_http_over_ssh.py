@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from systems import pulsar, ready
-from testbeds import cluster, deploy
+from testbeds import cluster, deploy, remote
 from testbeds.inventory import load
 from testbeds.tests.localsshd import free_port, inventory_doc, needs_sshd
 
@@ -67,6 +67,13 @@ def _ship(lib):
     return lib
 
 
+@pytest.fixture(autouse=True)
+def _no_control_sockets_left():
+    """The sender shares one ssh connection (a control socket in the instance's control_path_dir): removed after."""
+    yield
+    remote.remove_control_dirs("aws", "t30")
+
+
 def _hosts(tmp_path, sshd, port=None):
     """An inventory at the local sshd with the host-side helper where prepare puts it on server-1."""
     doc = inventory_doc(tmp_path, sshd, port=port)
@@ -84,6 +91,8 @@ def test_requests_go_from_the_first_server_host_and_the_systems_checks_use_them(
     send = cluster.http_over_ssh(inv)
     code, text = send("GET", f"{web}/admin/v2/namespaces/public/default/persistence")
     assert code == 200 and json.loads(text)["bookkeeperAckQuorum"] == 2
+    # the requests share one connection: its control socket is in the instance's directory
+    assert list(remote.control_path_dir(inv.testbed, inv.id, inv.path).glob("sb-*"))
     code, text = send("PUT", f"{web}/admin/v2/x", {"partitions": 3})
     assert code == 200 and json.loads(text) == {"got": {"partitions": 3}, "type": "application/json"}
     code, text = send("GET", f"{web}/nothing")
