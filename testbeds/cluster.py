@@ -191,7 +191,7 @@ def http_over_ssh(inv: Inventory):
     """A sender for systems/ready.http_via: each request made by sbnode.py `http` on the first server host, which
     sits on the cluster's network (the controller may have no route to it: an EC2 fleet seen from a laptop, the
     EC2-like lab). (0, why) when the host cannot be reached, as when nothing answered."""
-    host = inv.with_role("server")[0]
+    host = inv.servers[0]
     helper = f"python3 {shlex.quote(posixpath.join(host.work_dir, 'lib', 'sbnode.py'))}"
     mux = remote.control_path_dir(inv.testbed, inv.id, inv.path)  # verify makes tens of requests: one connection
 

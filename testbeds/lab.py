@@ -404,9 +404,11 @@ def _public_firewall(ns: str, table: str, public_if: str) -> None:
         raise TestbedError(f"lab: nftables rules in {ns}: {res.stderr.strip()}")
 
 
-def _port_open(ns: str, addr: str, port: int) -> bool:
-    res = subprocess.run(["ip", "netns", "exec", ns, "bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}"],
-                         capture_output=True, timeout=10)
+def _port_open(ns: str, addr: str, port: int, within: float = 10) -> bool:
+    """A TCP connection from namespace ns to addr:port opens within `within` seconds (a dropped SYN never does:
+    false then, as for a refused one)."""
+    res = subprocess.run(["ip", "netns", "exec", ns, "timeout", str(within), "bash", "-c",
+                          f"exec 3<>/dev/tcp/{addr}/{port}"], capture_output=True, timeout=within + 10)
     return res.returncode == 0
 
 

@@ -52,7 +52,6 @@ class SharedCluster:
     level: str
     rundir: Path
     doc: dict[str, Any] = field(default_factory=dict)
-    users: list[str] = field(default_factory=list)   # the tests that used it, in order
 
     @property
     def cluster_json(self) -> Path:
@@ -139,7 +138,6 @@ def shared_cluster(request, tmp_path_factory) -> SharedCluster:
         cur = _State.current = start(key[0], key[1], rundir)
     # a test's `systems verify` or a node's restart rewrites cluster.json: each test gets it as it is now
     cur.doc = json.loads(cur.cluster_json.read_text())
-    cur.users.append(request.node.nodeid)
     return cur
 
 

@@ -88,6 +88,20 @@ def _kill9(cl, name):
     assert [x["alive"] for x in st["nodes"] if x["node"] == name] == [False]
 
 
+def _verify_and_roundtrip(cl, level, roundtrip, node, kill_after=True):
+    """`systems verify` passes; then the round trip. At L1 `node` is killed -9 mid-stream and started again, so
+    nothing acknowledged may be lost; at another level nothing is harmed during it, and with kill_after `node` is
+    killed -9 after it (the shared cluster's `down` must still clean up a degraded cluster)."""
+    r = _cli("verify", "--dir", str(cl.rundir))
+    assert r.returncode == 0, r.stderr
+    if level == "L1":
+        roundtrip(cl.doc, mid_stream=lambda: _kill_and_restart(cl.rundir, node))
+    else:
+        roundtrip(cl.doc)
+        if kill_after:
+            _kill9(cl, node)
+
+
 def _levels(system, shared=()):
     """L1 and L4, each on the shared cluster of its (system, level) (systems/tests/sharedcluster.py). A level whose
     test harms a node runs after the other tests of that cluster; one in `shared` does not and may run first."""
@@ -197,13 +211,7 @@ def test_kafka_cluster(shared_cluster, level):
     assert doc["client"]["producerConfig"]["acks"] == ("all" if level == "L1" else "1")
     assert doc["readySeconds"] > 0 and isinstance(doc["pageCacheDropped"]["dropped"], bool)
     assert _listening_not_loopback(cl.pids()) == []
-    r = _cli("verify", "--dir", str(cl.rundir))
-    assert r.returncode == 0, r.stderr
-    if level == "L1":  # a broker crashes mid-stream and comes back: nothing acknowledged may be lost
-        _kafka_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "kafka-2"))
-    else:
-        _kafka_roundtrip(doc)
-        _kill9(cl, "kafka-2")  # a node crashes after the round trip; the shared cluster's `down` must still clean up
+    _verify_and_roundtrip(cl, level, _kafka_roundtrip, "kafka-2")  # a broker crashes
 
 
 # --------------------------------------------------------------------------------------------- Pulsar
@@ -287,13 +295,7 @@ def test_pulsar_cluster(shared_cluster, level):
     # the RocksDB library each bookie extracts lies in the run directory, not in /tmp where a killed JVM left it
     libs = _rocksdb_libraries(cl.pids())
     assert libs and all(lib.startswith(os.path.realpath(cl.rundir) + "/") for lib in libs), libs
-    r = _cli("verify", "--dir", str(cl.rundir))
-    assert r.returncode == 0, r.stderr
-    if level == "L1":  # a bookie crashes mid-stream and comes back: nothing acknowledged may be lost
-        _pulsar_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
-    else:
-        _pulsar_roundtrip(doc)
-        _kill9(cl, "bookie-2")  # a bookie crashes after the round trip; `down` must still clean up
+    _verify_and_roundtrip(cl, level, _pulsar_roundtrip, "bookie-2")  # a bookie crashes
 
 
 # --------------------------------------------------------------------------------------------- Pravega
@@ -361,12 +363,8 @@ def test_pravega_cluster(shared_cluster, level):
         assert b["journalSyncData"] == ("true" if level == "L1" else "false")
         assert b["journalWriteData"] == "true"
     assert _listening_not_loopback(cl.pids()) == []
-    r = _cli("verify", "--dir", str(cl.rundir))
-    assert r.returncode == 0, r.stderr
-    if level == "L1":  # a bookie of the segment store's log crashes mid-stream and comes back
-        _pravega_roundtrip(doc, mid_stream=lambda: _kill_and_restart(cl.rundir, "bookie-2"))
-    else:
-        _pravega_roundtrip(doc)
+    # a bookie of the segment store's log crashes at L1; at L4 nothing is killed
+    _verify_and_roundtrip(cl, level, _pravega_roundtrip, "bookie-2", kill_after=False)
     # a RocksDB library a JVM extracted lies in the run directory (none of Pravega's loads one by this point on
     # this version; Pulsar's bookies do, and their test requires it)
     libs = _rocksdb_libraries(cl.pids())

@@ -50,13 +50,6 @@ def _listen(ns: str, port: int) -> subprocess.Popen:
     return p
 
 
-def _connects(ns: str, addr: str, port: int, within: float = 3) -> bool:
-    """A TCP connection from namespace ns to addr:port opens within `within` seconds (a dropped SYN never does)."""
-    r = subprocess.run(["ip", "netns", "exec", ns, "timeout", str(within), "bash", "-c",
-                        f"exec 3<>/dev/tcp/{addr}/{port}"], capture_output=True)
-    return r.returncode == 0
-
-
 def test_the_inventory_reads_as_a_fleets(ec2):
     path, state = ec2
     inv = inventory.load(path)
@@ -75,12 +68,12 @@ def test_the_controller_has_no_route_to_private_addresses_and_only_ssh_on_public
     broker = _listen(server["netns"], 9092)
     try:
         for h in state["hosts"]:
-            assert _connects(ctl, h["publicAddress"], 22), h["name"]
-            assert not _connects(ctl, h["address"], 22), f"{h['name']}: private address reached"
+            assert lab._port_open(ctl, h["publicAddress"], 22, within=3), h["name"]
+            assert not lab._port_open(ctl, h["address"], 22, within=3), f"{h['name']}: private address reached"
         # a port a broker listens on: another host reaches it at the private address; the controller does not at
         # the public one (dropped: as a security group admitting ssh only)
-        assert _connects(other["netns"], server["address"], 9092)
-        assert not _connects(ctl, server["publicAddress"], 9092)
+        assert lab._port_open(other["netns"], server["address"], 9092, within=3)
+        assert not lab._port_open(ctl, server["publicAddress"], 9092, within=3)
         r = subprocess.run(["ip", "netns", "exec", ctl, "ip", "route", "get", server["address"]],
                            capture_output=True, text=True)
         assert r.returncode != 0 and "unreachable" in r.stderr, (r.stdout, r.stderr)
