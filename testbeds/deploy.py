@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import tarfile
+import tempfile
+import tomllib
+import urllib.request
+import zipfile
 from pathlib import Path
 
 from systems import dist
@@ -66,12 +71,113 @@ def runner_archive() -> dict[str, str]:
     return {"tar": str(tar), "marker": marker}
 
 
-def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False) -> dict:
-    return {"sb_shared_fs": shared_fs, "sb_ship": {
+# the fault cycle's client libraries on a client host (systems/faultclient.py): the versions uv.lock holds
+CLIENT_PACKAGES = ("confluent-kafka", "pulsar-client", "certifi", "pravega")
+_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+
+
+def _fits(fname: str, py: str, machine: str) -> tuple | None:
+    """A sort key when the wheel installs on CPython `py` (cp311) on Linux `machine` (x86_64), else None: the
+    manylinux wheel of the oldest glibc first (the widest choice of hosts), then pure wheels."""
+    m = _WHEEL.match(fname)
+    if not m:
+        return None
+    pys, abis, plats = m["py"].split("."), m["abi"].split("."), m["plat"].split(".")
+    if not (py in pys or "py3" in pys) or not (py in abis or "abi3" in abis or "none" in abis):
+        return None
+    if "any" in plats:
+        return (1, 0, 0)
+    glibc = [tuple(int(x) for x in re.findall(r"manylinux_(\d+)_(\d+)_" + re.escape(machine) + "$", pl)[0])
+             for pl in plats if re.search(r"manylinux_\d+_\d+_" + re.escape(machine) + "$", pl)]
+    glibc += [(2, 17) for pl in plats if pl == f"manylinux2014_{machine}"]
+    return (0, *min(glibc)) if glibc else None
+
+
+def lock_wheels(py: str, machine: str, lock: Path | None = None) -> tuple[list[dict], list[str]]:
+    """The wheels of CLIENT_PACKAGES for that Python and machine, from uv.lock ({name, version, url, sha256}), and
+    the packages that have none there (Pravega's bindings: CPython 3.11 on x86_64 only)."""
+    doc = tomllib.loads((lock or root() / "uv.lock").read_text())
+    got, missing = [], []
+    for name in CLIENT_PACKAGES:
+        pkg = next((p for p in doc.get("package", []) if p["name"] == name), None)
+        if pkg is None:
+            raise TestbedError(f"uv.lock: no package {name} (env/lock)")
+        fits = [(k, w) for w in pkg.get("wheels", []) if (k := _fits(w["url"].rsplit("/", 1)[1], py, machine))]
+        if not fits:
+            missing.append(name)
+            continue
+        w = min(fits, key=lambda kw: kw[0])[1]
+        got.append({"name": name, "version": pkg["version"], "url": w["url"], "sha256": w["hash"].split(":", 1)[1]})
+    return got, missing
+
+
+def _fetch_wheel(w: dict) -> Path:
+    """The wheel in $STREAMBENCH_CACHE/wheels, downloaded once and checked against uv.lock's sha256."""
+    d = cache_dir() / "wheels"
+    d.mkdir(parents=True, exist_ok=True)
+    out = d / w["url"].rsplit("/", 1)[1]
+    if out.is_file() and hashlib.sha256(out.read_bytes()).hexdigest() == w["sha256"]:
+        return out
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with urllib.request.urlopen(w["url"], timeout=120) as r, open(tmp, "wb") as f:
+            while chunk := r.read(1 << 20):
+                f.write(chunk)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise TestbedError(f"uv.lock: {w['name']} {w['version']}: cannot download {w['url']}: {e}") from None
+    got = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    if got != w["sha256"]:
+        tmp.unlink(missing_ok=True)
+        raise TestbedError(f"uv.lock: {w['name']} {w['version']}: {out.name} has sha256 {got}, the lock says "
+                           f"{w['sha256']}")
+    os.replace(tmp, out)
+    return out
+
+
+def client_py_archive(py: str, machine: str) -> dict:
+    """A tar of the fault client's libraries unpacked for CPython `py` on `machine` (a directory put on PYTHONPATH,
+    no pip or venv needed on the host), with a marker named by their hashes; what has no wheel is listed."""
+    wheels, missing = lock_wheels(py, machine)
+    tag = hashlib.sha256(f"{py} {machine} ".encode() + " ".join(w["sha256"] for w in wheels).encode()).hexdigest()[:12]
+    marker = f".sb-py-{tag}"
+    out = ship_dir() / f"clientpy-{py}-{machine}-{tag}.tar"
+    if not out.exists():
+        with tempfile.TemporaryDirectory(dir=ship_dir()) as tmp:
+            for w in wheels:
+                with zipfile.ZipFile(_fetch_wheel(w)) as z:
+                    z.extractall(tmp)
+            (Path(tmp) / marker).write_text(" ".join(f"{w['name']}=={w['version']}" for w in wheels) + "\n")
+            for so in Path(tmp).rglob("*.so*"):
+                so.chmod(0o755)
+            _tar(out, [(Path(tmp), ".")])
+    return {"tar": str(out), "marker": marker, "missing": missing}
+
+
+def client_pythons(inv: Inventory, log: Path | None = None) -> dict[str, dict]:
+    """Per client host: its python3's CPython tag and machine (one ssh each), and the archive for them."""
+    out, made = {}, {}
+    for h in inv.clients:
+        res = remote.ssh(h, "python3 -c 'import sys, platform; print(\"cp%d%d\" % sys.version_info[:2], "
+                            "platform.machine())'", timeout=120)
+        try:
+            py, machine = res.stdout.split()
+        except ValueError:
+            raise TestbedError(f"host {h.name}: python3 did not say its version: {res.stdout.strip()[:80]!r}") from None
+        if (py, machine) not in made:
+            made[(py, machine)] = client_py_archive(py, machine)
+        out[h.name] = made[(py, machine)]
+    return out
+
+
+def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False,
+              client_py: dict | None = None) -> dict:
+    return {"sb_shared_fs": shared_fs, "sb_client_py": client_py or {}, "sb_ship": {
         "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
                      "proc": str(root() / "systems" / "proc.py"),
                      "ready": str(root() / "systems" / "ready.py"),
                      "faulthook": str(root() / "systems" / "faulthook.py"),
+                     "faultclient": str(root() / "systems" / "faultclient.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
                      "init": str(HERE / "hostside" / "__init__.py"),
                      "kafkacheck": str(root() / "systems" / "kafka" / "check" / "KafkaVerifySnapshot.java"),
@@ -82,7 +188,8 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
 
 def prepare(inv: Inventory, log: Path, systems=SYSTEMS, with_runner: bool = True) -> None:
     shared = bool(inv.provider.get("sharedFilesystem"))
-    remote.playbook(inv, "prepare", ship_vars(systems, with_runner, shared), log=log, timeout=1800)
+    client_py = client_pythons(inv) if with_runner else {}
+    remote.playbook(inv, "prepare", ship_vars(systems, with_runner, shared, client_py), log=log, timeout=1800)
 
 
 def git_revision() -> tuple[str, bool | None]:

@@ -35,6 +35,7 @@ import signal
 import threading
 
 from systems import cluster as sys_cluster
+from systems.faultclient import CycleFailure
 from testbeds import hooks
 from workloads import guard, plan, scale, watch
 
@@ -64,13 +65,10 @@ def first_error(path: Path) -> str:
     return ""
 
 
-class CellFailure(RuntimeError):
+class CellFailure(CycleFailure):
     """A cell that could not run to its end: `reason` is timeout | disk | cluster | testbed | error, `phase` where it
-    was (`testbed`: the hosts it was to run on failed before it and are gone, testbeds/hooks.py testbed_failed)."""
-
-    def __init__(self, reason: str, message: str, phase: str | None = None):
-        super().__init__(message)
-        self.reason, self.phase = reason, phase
+    was (`testbed`: the hosts it was to run on failed before it and are gone, testbeds/hooks.py testbed_failed). The
+    fault cycle's client raises its base class (systems/faultclient.py, which runs on hosts too)."""
 
 
 def systems_cli(*args: str, log: Path, timeout: float = 900, inventory: str | None = None) -> subprocess.CompletedProcess:

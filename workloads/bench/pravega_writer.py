@@ -33,24 +33,25 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from runner.bench.common import Criteria  # noqa: E402
+from systems import faultclient as fc  # noqa: E402
 from workloads import faultrun as fr  # noqa: E402
 
 FAULT_RATE = 2000  # msg/s of the fault workloads (workloads/omb/1-topic-8-partitions-1kb-1p-1c-2k.yaml)
 
 
-def acked(n: int, keys: int) -> fr.Audit:
-    a = fr.Audit(n, keys)
+def acked(n: int, keys: int) -> fc.Audit:
+    a = fc.Audit(n, keys)
     a.count = n
     return a
 
 
-def order_all_in_flight(c: fr.PravegaClient, stream: str, n: int) -> dict:
+def order_all_in_flight(c: fc.PravegaClient, stream: str, n: int) -> dict:
     c.create_topic(stream, 8)
     w = c.mgr.create_writer(c.scope, stream)
-    a = acked(n, fr.N_KEYS)
+    a = acked(n, fc.N_KEYS)
 
     async def go():
-        res = await asyncio.gather(*[w.write_event_async(fr.payload(i, 100).decode(), fr.key_of(i))
+        res = await asyncio.gather(*[w.write_event_async(fc.payload(i, 100).decode(), fc.key_of(i))
                                      for i in range(n)], return_exceptions=True)
         for i, r in enumerate(res):
             a.ack(i, r is None)
@@ -58,11 +59,11 @@ def order_all_in_flight(c: fr.PravegaClient, stream: str, n: int) -> dict:
     return fr.verdict(a, c.read_back(stream, 8, time.monotonic() + 120, a), None, None)
 
 
-def through_sender(c: fr.PravegaClient, stream: str, n: int, keys: int, size: int) -> tuple[dict, float]:
+def through_sender(c: fc.PravegaClient, stream: str, n: int, keys: int, size: int) -> tuple[dict, float]:
     """n events handed to _PravegaSend at once; the verdict and the seconds until the last acknowledgement."""
     c.create_topic(stream, 8)
-    s = fr._PravegaSend(c.mgr.create_writer(c.scope, stream))
-    a = fr.Audit(n, keys)
+    s = fc._PravegaSend(c.mgr.create_writer(c.scope, stream))
+    a = fc.Audit(n, keys)
     t0 = time.monotonic()
     for i in range(n):
         a.sent[i] = time.time()
@@ -90,16 +91,16 @@ def main() -> int:
     try:
         subprocess.run([sys.executable, "-m", "systems", "up", "pravega", "--level", "L1", "--faults", "--dir", str(d)],
                        cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=900)
-        c = fr.PravegaClient(json.loads((d / "cluster.json").read_text()), {})
+        c = fc.PravegaClient(json.loads((d / "cluster.json").read_text()), {})
         c.wait_serving(120)
         tag = f"{int(time.time())}"
         base = order_all_in_flight(c, f"order-all-{tag}", a.events)
-        mine, _ = through_sender(c, f"order-sender-{tag}", a.events, fr.N_KEYS, 100)
-        print(f"order, {a.events} events on {fr.N_KEYS} keys: every write in flight at once reordered "
+        mine, _ = through_sender(c, f"order-sender-{tag}", a.events, fc.N_KEYS, 100)
+        print(f"order, {a.events} events on {fc.N_KEYS} keys: every write in flight at once reordered "
               f"{base['reordered']} (lost {base['lost']}); _PravegaSend reordered {mine['reordered']} "
               f"(lost {mine['lost']})", flush=True)
         crit.check("_PravegaSend reorders nothing", mine["reordered"], "<=", 0, fmt=".0f")
-        rates: dict[int, list[float]] = {fr.N_KEYS: [], fr.PravegaClient.KEYS: []}
+        rates: dict[int, list[float]] = {fc.N_KEYS: [], fc.PravegaClient.KEYS: []}
         for r in range(a.reps):
             for keys in (rates if r % 2 == 0 else reversed(list(rates))):
                 v, took = through_sender(c, f"drain-{keys}-{r}-{tag}", a.backlog, keys, 1024)
@@ -107,11 +108,11 @@ def main() -> int:
                 print(f"drain, {keys} keys, rep {r + 1}: {a.backlog} events in {took:.1f} s = "
                       f"{a.backlog / took:.0f} events/s (lost {v['lost']}, reordered {v['reordered']})", flush=True)
         med = {k: statistics.median(v) for k, v in rates.items()}
-        print(f"drain medians: {fr.N_KEYS} keys {med[fr.N_KEYS]:.0f} events/s, {fr.PravegaClient.KEYS} keys "
-              f"{med[fr.PravegaClient.KEYS]:.0f} events/s, ratio {med[fr.PravegaClient.KEYS] / med[fr.N_KEYS]:.2f}")
-        crit.check(f"drain with {fr.PravegaClient.KEYS} keys / the fault workloads' {FAULT_RATE} msg/s",
-                   med[fr.PravegaClient.KEYS] / FAULT_RATE, ">=", a.min_factor, fmt=".2f")
-    except (subprocess.CalledProcessError, RuntimeError, fr.CellFailure) as e:
+        print(f"drain medians: {fc.N_KEYS} keys {med[fc.N_KEYS]:.0f} events/s, {fc.PravegaClient.KEYS} keys "
+              f"{med[fc.PravegaClient.KEYS]:.0f} events/s, ratio {med[fc.PravegaClient.KEYS] / med[fc.N_KEYS]:.2f}")
+        crit.check(f"drain with {fc.PravegaClient.KEYS} keys / the fault workloads' {FAULT_RATE} msg/s",
+                   med[fc.PravegaClient.KEYS] / FAULT_RATE, ">=", a.min_factor, fmt=".2f")
+    except (subprocess.CalledProcessError, RuntimeError, fc.CycleFailure) as e:
         crit.fail("pravega writer bench", str(e).splitlines()[0] if str(e) else type(e).__name__)
     finally:
         subprocess.run([sys.executable, "-m", "systems", "down", "--dir", str(d), "--purge"], cwd=ROOT, env=env,

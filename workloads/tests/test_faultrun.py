@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from systems import faultclient as fc
 from workloads import faultrun, plan, summary
 from workloads.faultrun import Audit, per_second, verdict
 from workloads.tests.planfix import CATALOG, doc_with
@@ -39,7 +40,7 @@ def test_verifier_counts_duplicates_reorderings_unacknowledged_and_errors():
     read = [i for i in range(640) if i != 6]
     read += [10, 11]                # read twice
     k = 3                           # key 3: sequence 2 read before sequence 1
-    i1, i2 = k + 1 * faultrun.N_KEYS, k + 2 * faultrun.N_KEYS
+    i1, i2 = k + 1 * fc.N_KEYS, k + 2 * fc.N_KEYS
     p1, p2 = read.index(i1), read.index(i2)
     read[p1], read[p2] = i2, i1
     v = verdict(a, read, None, None)
@@ -346,7 +347,7 @@ def test_kafka_leader_waits_for_a_broker_that_knows_the_topic(monkeypatch):
     ci's power-loss cycle 2 failed on it: max() of an empty sequence); the leader is asked until the answer is whole."""
     from types import SimpleNamespace as NS
 
-    monkeypatch.setattr(faultrun.time, "sleep", lambda s: None)
+    monkeypatch.setattr(fc.time, "sleep", lambda s: None)
     answers = [{}, {"t": NS(error=None, partitions={})},
                {"t": NS(error=None, partitions={0: NS(leader=2), 1: NS(leader=-1)})},
                {"t": NS(error=None, partitions={0: NS(leader=2), 1: NS(leader=3), 2: NS(leader=3)})}]
@@ -357,12 +358,12 @@ def test_kafka_leader_waits_for_a_broker_that_knows_the_topic(monkeypatch):
             asked.append(topic)
             return NS(topics=answers[min(len(asked) - 1, len(answers) - 1)])
 
-    c = faultrun.KafkaClient.__new__(faultrun.KafkaClient)
+    c = fc.KafkaClient.__new__(fc.KafkaClient)
     c.admin, c.nodes_by_id, c.partitions = Admin(), {1: "broker-1", 2: "broker-2", 3: "broker-3"}, {"t": 3}
     assert c.leader("t") == "broker-3" and len(asked) == 4
     answers[:] = [{"t": NS(error=None, partitions={})}]
-    monkeypatch.setattr(faultrun.time, "monotonic", iter(range(0, 1000, 7)).__next__)
-    with pytest.raises(faultrun.CellFailure, match="no leader for every partition"):
+    monkeypatch.setattr(fc.time, "monotonic", iter(range(0, 1000, 7)).__next__)
+    with pytest.raises(fc.CycleFailure, match="no leader for every partition"):
         c.leader("t")
 
 
@@ -386,22 +387,21 @@ def test_set_up_waits_for_bookies_registering_again_after_a_partition_and_fails_
     """Pulsar L4 partition-majority, cycle 7 on the lab: the broker answered 500 "Not enough non-faulty bookies" to
     the verify subscription right after the last cycle's heal (the cut-off bookies were registering again) and the
     cell failed; now set-up waits for them, and any other error still fails at once."""
-    from systems import pulsar as sp
     answers = []
-    monkeypatch.setattr(sp, "http", lambda method, url, *a, **k: answers.pop(0))
-    monkeypatch.setattr(faultrun.time, "sleep", lambda s: None)
-    c = object.__new__(faultrun.PulsarClient)
+    monkeypatch.setattr(fc, "http", lambda method, url, *a, **k: answers.pop(0))
+    monkeypatch.setattr(fc.time, "sleep", lambda s: None)
+    c = object.__new__(fc.PulsarClient)
     c.http, c.namespace = "http://10.77.0.11:8080", "public/default"
     busy = (500, '{"reason":"ManagedLedgerException: Not enough non-faulty bookies available error code: -6"}')
     answers[:] = [(204, ""), busy, busy, (204, "")]
     c.create_topic("t", 8)
     assert answers == []
     answers[:] = [(204, ""), (500, "NullPointerException")]
-    with pytest.raises(faultrun.CellFailure, match="NullPointerException"):
+    with pytest.raises(fc.CycleFailure, match="NullPointerException"):
         c.create_topic("t", 8)
-    monkeypatch.setattr(faultrun, "SERVING_RETRY_SECONDS", 0)
+    monkeypatch.setattr(fc, "SERVING_RETRY_SECONDS", 0)
     answers[:] = [(204, ""), busy, busy]
-    with pytest.raises(faultrun.CellFailure, match="Not enough non-faulty bookies"):
+    with pytest.raises(fc.CycleFailure, match="Not enough non-faulty bookies"):
         c.create_topic("t", 8)
     assert answers == [busy]  # the first try past the wait is the last
 
@@ -422,7 +422,7 @@ class _ShuffledWriter:
         self.most[key] = max(self.most.get(key, 0), self.flying[key])
         await asyncio.sleep(self.rnd.random() * 0.004)
         self.flying[key] -= 1
-        i = faultrun.index_of(event.encode())
+        i = fc.index_of(event.encode())
         self.taken.append((key, i))
         if i in self.fail:
             raise ValueError("Error observed while writing an event")
@@ -430,7 +430,7 @@ class _ShuffledWriter:
 
 def test_pravega_sender_keeps_one_write_in_flight_per_key_so_each_key_is_taken_in_order():
     w = _ShuffledWriter(fail={7, 130})
-    s = faultrun._PravegaSend(w)
+    s = fc._PravegaSend(w)
     n = 600
     a = Audit(n, keys=128)  # the client's own number of keys (PravegaClient.KEYS) routes the writes
     for i in range(n):
@@ -454,7 +454,7 @@ def test_pravega_sender_flush_reports_writes_still_out_at_its_deadline():
     class Stuck:
         async def write_event_async(self, event, key):
             await asyncio.sleep(3600)
-    s = faultrun._PravegaSend(Stuck())
+    s = fc._PravegaSend(Stuck())
     a = Audit(4)
     for i in range(4):
         a.sent[i] = time.time()
@@ -470,7 +470,7 @@ def test_pravega_targets_the_segment_store_as_leader_and_its_bookies():
         {"name": n, "role": r} for n, r in (("zookeeper", "metadata-store"), ("bookie-1", "bookie"),
                                             ("bookie-2", "bookie"), ("bookie-3", "bookie"),
                                             ("segmentstore", "segmentstore"), ("controller", "controller"))]}
-    c = faultrun.PravegaClient(cluster, {})
+    c = fc.PravegaClient(cluster, {})
     leader = c.leader("t")
     assert leader == "segmentstore"
     assert faultrun.targets("kill-leader", cluster, leader, {"seed": 1}) == ["segmentstore"]
@@ -479,8 +479,8 @@ def test_pravega_targets_the_segment_store_as_leader_and_its_bookies():
     picks = {faultrun.targets("kill-one", cluster, leader, {"seed": s})[0] for s in range(40)}
     assert "segmentstore" not in picks and "controller" in picks
     two = dict(cluster, nodes=cluster["nodes"] + [{"name": "segmentstore-2", "role": "segmentstore"}])
-    with pytest.raises(faultrun.CellFailure, match="2 segment stores"):
-        faultrun.PravegaClient(two, {}).leader("t")
+    with pytest.raises(fc.CycleFailure, match="2 segment stores"):
+        fc.PravegaClient(two, {}).leader("t")
 
 
 class _InstantSender:
@@ -491,11 +491,11 @@ class _InstantSender:
 @pytest.mark.parametrize("settles, lo, hi", [(True, 0.35, 0.55), (False, 0.85, 1.2)])
 def test_traffic_goes_on_past_recovery_until_every_key_sends_promptly_but_not_past_its_bound(monkeypatch, settles, lo,
                                                                                           hi):
-    monkeypatch.setattr(faultrun, "SETTLE_SECONDS", 0.1)
-    monkeypatch.setattr(faultrun, "SETTLE_MAX_SECONDS", 0.5)
+    monkeypatch.setattr(fc, "SETTLE_SECONDS", 0.1)
+    monkeypatch.setattr(fc, "SETTLE_MAX_SECONDS", 0.5)
     a = Audit(10_000)
     t = time.monotonic()
-    faultrun.traffic(_InstantSender(), "t", 500, 0.3, 16, a, 0.1, lambda: None, lambda: True, lambda: settles)
+    fc.traffic(_InstantSender(), "t", 500, 0.3, 16, a, 0.1, lambda: None, lambda: True, lambda: settles)
     took = time.monotonic() - t
     assert lo <= took <= hi, took
     assert min(a.last_good) > 0  # every key had a prompt acknowledgement, and the audit kept its time
@@ -509,7 +509,7 @@ def test_audit_keeps_each_keys_last_prompt_acknowledgement_only():
         a.ack(i, i != 3)
     assert a.last_good[3] > 0  # key 3's message 67 (3 + 64) was prompt; message 3 failed
     assert all(a.last_good[k] <= a.done[k + 64] for k in range(36))  # no slow ack (i >= 100) counted
-    assert a.last_good[99 % faultrun.N_KEYS] == a.done[99]
+    assert a.last_good[99 % fc.N_KEYS] == a.done[99]
 
 
 class _Ev:
@@ -517,7 +517,7 @@ class _Ev:
         self.i = i
 
     def data(self):
-        return faultrun.payload(self.i, 32)
+        return fc.payload(self.i, 32)
 
 
 class _FakeReader:
@@ -564,7 +564,7 @@ class _FakeMgr:
 
 def _pravega_with(reader):
     cluster = {"pravega": {"controllerUri": "tcp://127.0.0.1:1"}, "nodes": []}
-    c = faultrun.PravegaClient(cluster, {})
+    c = fc.PravegaClient(cluster, {})
     c._mgr = _FakeMgr(reader)
     return c
 
@@ -578,7 +578,7 @@ def _acked(n):
 
 
 def test_pravega_verifier_stops_once_every_keys_last_acknowledged_message_is_read(monkeypatch):
-    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 5.0)
+    monkeypatch.setattr(fc, "PRAVEGA_QUIET_SECONDS", 5.0)
     n = 256
     # two segments' slices, the second stalled once for a while (an empty slice) before its data comes
     r = _FakeReader([list(range(0, 128)), None, None, list(range(128, 256))], gap=0.3)
@@ -591,7 +591,7 @@ def test_pravega_verifier_stops_once_every_keys_last_acknowledged_message_is_rea
 
 
 def test_pravega_verifier_waits_out_its_quiet_period_when_a_key_ends_short_and_names_it(monkeypatch):
-    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 0.6)
+    monkeypatch.setattr(fc, "PRAVEGA_QUIET_SECONDS", 0.6)
     n = 256
     r = _FakeReader([[i for i in range(n) if i != 255]])  # key 255 % 64 = 63: its last acknowledged message is gone
     c = _pravega_with(r)
@@ -602,7 +602,7 @@ def test_pravega_verifier_waits_out_its_quiet_period_when_a_key_ends_short_and_n
 
 
 def test_pravega_verifier_fails_at_its_deadline_while_keys_are_short(monkeypatch):
-    monkeypatch.setattr(faultrun, "PRAVEGA_QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(fc, "PRAVEGA_QUIET_SECONDS", 60.0)
     c = _pravega_with(_FakeReader([[0, 1, 2]]))
-    with pytest.raises(faultrun.CellFailure, match="keys short"):
+    with pytest.raises(fc.CycleFailure, match="keys short"):
         c.read_back("t", 2, time.monotonic() + 0.5, _acked(200))
