@@ -4,10 +4,13 @@ cells at L1 through workloads/faultrun.py on the hosts (default: Pulsar crash-al
 stage by stage), 0 acknowledged messages lost at L1 (a hold fault such as kafka:partition-leader@L4 reports its
 count); after each fault run no nftables table and no stopped process on any host; optionally one hold-fault cell
 Ctrl-C'd while its partition is on, which must stop its cluster and leave nothing; then no namespace, sshd, broker
-or runner left.
+or runner left. With --ec2-like the lab is as unkind as a fleet (`lab up --ec2-like --login-user`): the controller
+reaches the hosts only over ssh at their public addresses, as a user with sudo, so every check, verification and
+fault client goes through the hosts; the login user must be gone afterwards too.
 
   python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
                              [--faults pulsar:crash-all,kafka:kill-one] [--interrupt kafka:partition-leader@L1]
+                             [--ec2-like]
 """
 from __future__ import annotations
 
@@ -182,6 +185,10 @@ def main(argv=None) -> int:
                     help="SYSTEM:FAULT[@LEVEL]: a hold-fault cell interrupted (SIGINT) while its partition is on; it "
                          "must end failed ('interrupted') with its cluster stopped, no nft table and no stopped "
                          "process left ('' for none)")
+    ap.add_argument("--ec2-like", action="store_true",
+                    help="the lab as a fleet is (lab up --ec2-like --login-user): the controller has no route to the "
+                         "hosts' private addresses, logs in as a user with sudo, knows no host key; every check, "
+                         "verification and fault client goes through the hosts")
     a = ap.parse_args(argv)
     # SYSTEM:FAULT[@LEVEL] (L1 unless given): every L1 cell must lose nothing; another level's count is reported
     faults = [(x.split(":", 1)[0], *(x.split(":", 1)[1].split("@", 1) + ["L1"])[:2]) for x in a.faults.split(",") if x]
@@ -190,7 +197,7 @@ def main(argv=None) -> int:
     seen = {"id": a.id, "pids": [], "tmp": tmp_entries()}
     t0 = time.monotonic()
     try:
-        inv_path = lab.up(a.id, 3, 1, a.subnet, log=say)
+        inv_path = lab.up(a.id, 3, 1, a.subnet, log=say, login_user=a.ec2_like, ec2_like=a.ec2_like)
         inv = load(inv_path)
         d = Path(inv.provider["dir"])
         seen["pids"] += [int(Path(f).read_text().split()[0]) for f in inv.provider["sshdPidFiles"].values()]
@@ -265,6 +272,8 @@ def main(argv=None) -> int:
         except TestbedError as e:
             failures.append(str(e))
     left = leftovers(seen)
+    if a.ec2_like and subprocess.run(["id", lab.login_user_name(a.id)], capture_output=True).returncode == 0:
+        left.append(f"login user {lab.login_user_name(a.id)}")
     failures += [f"left after lab down: {x}" for x in left]
     say(f"done in {time.monotonic() - t0:.0f} s")
     for f in failures:
