@@ -13,6 +13,11 @@ semantics of truncate, rename, unlink and create, and for the CLI:
     python -m systems.faultfs unmount MOUNTPOINT... [--discard]
     python -m systems.faultfs sweep                                   # remove dead faultfs mounts
     python -m systems.faultfs list                                    # faultfs mounts of this host (JSON)
+    python -m systems.faultfs checkpoint-run RUNDIR                   # checkpoint / unmount every mount of a run:
+    python -m systems.faultfs unmount-run RUNDIR [--discard]          # under RUNDIR, or listed in its faultfs-mounts.json
+
+On an inventory's host the same file is sbhost.faultfs (<workDir>/lib, mfusepy in <workDir>/lib/py), run as the
+login user: its daemons mount through fusermount3 and serve that user's nodes.
 
 Kernel caching: the mount uses FUSE's default write-through mode (no writeback_cache), so every write(2)
 reaches the daemon before the syscall returns; dirty pages of shared mmaps reach it on msync, munmap or the
@@ -38,7 +43,8 @@ from typing import Any
 
 PAGE = 1 << 14
 FSTYPE = "fuse.faultfs"
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parent.parent  # the repository here; <workDir>/lib on a host (sbhost.faultfs)
+_MODULE = f"{__package__ or 'systems'}.faultfs"  # systems.faultfs here, sbhost.faultfs on a host
 
 
 class FaultfsError(RuntimeError):
@@ -523,7 +529,9 @@ def serve(backing: str | Path, mountpoint: str | Path) -> int:
     rp.write_text(json.dumps(rec))
     try:
         _FUSE(ops, str(mountpoint), foreground=True, fsname=f"faultfs:{backing}", subtype="faultfs",
-                  allow_other=True, attr_timeout=0.0, entry_timeout=1.0, negative_timeout=0.0,
+                  # root's mounts serve the nodes of other users too; a login user's (an inventory's host, through
+                  # fusermount3) serve its own nodes, and allow_other would need user_allow_other in /etc/fuse.conf
+                  allow_other=os.geteuid() == 0, attr_timeout=0.0, entry_timeout=1.0, negative_timeout=0.0,
                   hard_remove=True, use_ino=True)
     finally:
         sock.close()
@@ -570,12 +578,14 @@ def mount(backing: str | Path, mountpoint: str | Path, log: str | Path | None = 
     if is_mounted(mountpoint):
         raise FaultfsError(f"{mountpoint}: already a faultfs mount")
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(_REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # on a host the FUSE binding (mfusepy) is among the libraries prepare unpacked into <workDir>/lib/py
+    extra = [str(_REPO / "py")] if (_REPO / "py").is_dir() else []
+    env["PYTHONPATH"] = os.pathsep.join([str(_REPO), *extra] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     if log:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
     out = open(log, "ab") if log else subprocess.DEVNULL
     try:
-        p = subprocess.Popen([sys.executable, "-m", "systems.faultfs", "serve", str(backing), str(mountpoint)],
+        p = subprocess.Popen([sys.executable, "-m", _MODULE, "serve", str(backing), str(mountpoint)],
                              cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True)
     finally:
@@ -708,6 +718,34 @@ def mounts_under(path) -> list[str]:
     return sorted(set(mps), key=lambda s: (-s.count("/"), s))
 
 
+RUN_MOUNTS = "faultfs-mounts.json"  # in a run directory: the run's mounts that lie outside it (a host's data disks)
+
+
+def record_mount(rundir, mountpoint) -> None:
+    """Add mountpoint to the run's list (testbeds/hostside/sbnode.py: a host's data directories are on its data
+    disks, not under the run directory)."""
+    f = Path(rundir) / RUN_MOUNTS
+    try:
+        have = json.loads(f.read_text())
+    except (OSError, ValueError):
+        have = []
+    mp = str(Path(mountpoint).resolve())
+    if mp not in have:
+        tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(have + [mp]))
+        os.replace(tmp, f)
+
+
+def mounts_of(rundir) -> list[str]:
+    """The run's faultfs mounts that are mounted: those under rundir and those its list names (deepest first)."""
+    try:
+        listed = set(json.loads((Path(rundir) / RUN_MOUNTS).read_text()))
+    except (OSError, ValueError):
+        listed = set()
+    live = {m["mountpoint"] for m in mounts()}
+    return sorted(set(mounts_under(rundir)) | (listed & live), key=lambda s: (-s.count("/"), s))
+
+
 def users(mountpoint, writers_only: bool = False) -> list[int]:
     """Pids of processes that have a file under mountpoint open or mapped (their cwd does not count). writers_only:
     only those that can change what is there: a file open for writing, or a shared writable mapping (a reader, e.g.
@@ -758,7 +796,7 @@ def drop_all(rundir, nodes: list[str] | None = None, require_idle: bool = True) 
     Returns {mountpoint: {files, pageBytes}}."""
     rundir = Path(rundir)
     if nodes is None:
-        mps = mounts_under(rundir)
+        mps = mounts_of(rundir)
     else:
         try:
             table = json.loads((rundir / "cluster.json").read_text()).get("faultfs") or {}
@@ -783,12 +821,12 @@ def drop_all(rundir, nodes: list[str] | None = None, require_idle: bool = True) 
 
 def checkpoint_all(rundir) -> dict[str, dict[str, Any]]:
     """checkpoint() every faultfs mount under rundir. Returns {mountpoint: result}."""
-    return {mp: checkpoint(mp) for mp in mounts_under(rundir)}
+    return {mp: checkpoint(mp) for mp in mounts_of(rundir)}
 
 
 def unmount_all(rundir, discard: bool = True) -> list[str]:
-    """Unmount every faultfs mount under rundir; returns the mount points."""
-    mps = mounts_under(rundir)
+    """Unmount every faultfs mount of the run (mounts_of); returns the mount points."""
+    mps = mounts_of(rundir)
     for mp in mps:
         unmount(mp, discard=discard)
     return mps
@@ -815,6 +853,12 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("mountpoint", nargs="+")
         if name == "unmount":
             p.add_argument("--discard", action="store_true", help="drop unsynced writes instead")
+    for name, hlp in (("checkpoint-run", "checkpoint every mount of the run in RUNDIR (JSON)"),
+                      ("unmount-run", "unmount every mount of the run in RUNDIR (--discard: drop unsynced writes)")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("rundir")
+        if name == "unmount-run":
+            p.add_argument("--discard", action="store_true")
     sub.add_parser("sweep", help="detach faultfs mounts whose daemon is dead (ENOTCONN)")
     sub.add_parser("list", help="faultfs mounts of this host and their daemons (JSON)")
     a = ap.parse_args(argv)
@@ -831,6 +875,10 @@ def main(argv: list[str] | None = None) -> int:
         elif a.cmd == "unmount":
             for mp in a.mountpoint:
                 unmount(mp, discard=a.discard)
+        elif a.cmd == "checkpoint-run":
+            print(json.dumps(checkpoint_all(a.rundir)))
+        elif a.cmd == "unmount-run":
+            print(json.dumps(unmount_all(a.rundir, discard=a.discard)))
         elif a.cmd == "sweep":
             for mp in sweep():
                 print(mp)

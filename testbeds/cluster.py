@@ -1,7 +1,7 @@
 """A cluster on the server hosts of an inventory: the plan of systems/plan.py, carried out by Ansible and the
 host-side helper (the multi-host twin of `python -m systems`, which carries the same plan out on this machine).
 
-  python -m testbeds cluster up SYSTEM --level L [--tuning T] [--faults] --dir RUNDIR --inventory F
+  python -m testbeds cluster up SYSTEM --level L [--tuning T] [--faults] [--faultfs] --dir RUNDIR --inventory F
   python -m testbeds cluster verify|status|down --dir RUNDIR --inventory F
 
 The plan is built on the controller with the hosts' addresses, fixed ports (systems/plan.py PORTS) and the
@@ -17,7 +17,10 @@ need no route either; `down` stops every node on every reachable host
 Ansible logs, remote.json (what was started where, written before anything starts) and cluster.json.
 
 Layout on a host: <workDir>/runs/<cluster>/ (pids/, nodes/<node>/ with its conf, spec and logs/node.log);
-data under <dataDirs.log|journal|ledger>/<cluster>/<node>/.
+data under <dataDirs.log|journal|ledger>/<cluster>/<node>/. With --faultfs (power-loss cells) each node's data
+directories are faultfs mounts made on its host by sbnode.py as the login user (their durable state in the sibling
+`<dir>.faultfs`), listed in the host's run directory; the fault hook drops them there and `down` unmounts them
+before the data is removed.
 """
 from __future__ import annotations
 
@@ -71,9 +74,10 @@ def _tar(files: list[tuple[str, str]], out: Path) -> str:
     return str(out)
 
 
-def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict) -> dict[str, Any]:
+def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict, faultfs: bool = False) -> dict[str, Any]:
     """The plan as cluster-start.yml's sb_cluster: each node's and one-off command's spec (a JSON file beside it on
-    its host), each stage's readiness conditions per host (the host of the node each names), one archive per host."""
+    its host), each stage's readiness conditions per host (the host of the node each names), one archive per host.
+    With faultfs every node's data directories are faultfs mounts (sbnode.py mounts them before the node starts)."""
     name = rundir.name
     max_log = int(cfg["node_log_max_mb"] * (1 << 20))
     files: dict[str, list[tuple[str, str]]] = {h.name: [] for h in pl.placement.hosts}
@@ -97,7 +101,8 @@ def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict) -> dict[str, Any
         for n in (pl.node(x) for x in st.start):
             start.setdefault(n.host.name, []).append(spec(n.host, n.name, {
                 "cmd": n.cmd, "env": n.env, "cwd": n.dir, "log": n.log, "stopStage": n.stop_stage,
-                "mkdirs": n.data_dirs, "maxLogBytes": max_log}, n.dir))
+                "mkdirs": n.data_dirs, "maxLogBytes": max_log, **({"faultfs": True} if faultfs and n.data_dirs else {})},
+                n.dir))
         by_host: dict[str, list[dict]] = {}
         for c in st.wait:
             by_host.setdefault(pl.host_of(c["node"]).name, []).append(c)
@@ -130,7 +135,7 @@ def _read_log(inv: Inventory):
 
 
 def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "stock", cfg: dict | None = None,
-       log=print, faults: bool = False) -> dict[str, Any]:
+       log=print, faults: bool = False, faultfs: bool = False) -> dict[str, Any]:
     cfg = cfg or load_config()
     rundir = Path(rundir).resolve()
     rundir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +148,7 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
     for f in (CLUSTER_JSON, REMOTE_JSON):
         (rundir / f).unlink(missing_ok=True)
     # before anything starts: where the cluster lives, so that `down` finds it after any failure
-    pvars = remote_vars(pl, rundir, cfg)
+    pvars = remote_vars(pl, rundir, cfg, faultfs)
     atomic_write_json(rundir / REMOTE_JSON, {"inventory": str(inv.path), "system": system, **pvars})
     started_at = now()
     t0 = time.monotonic()
@@ -173,6 +178,8 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
             "distribution": {h.name: h.dist for h in servers},
             "testbed": inv.summary(),
             **({"extra": pl.extra} if pl.extra else {}),
+            # as the local launcher records them: per node, its faultfs mount points (on its host)
+            **({"faultfs": {n.name: list(n.data_dirs) for n in pl.nodes if n.data_dirs}} if faultfs else {}),
         }
         atomic_write_json(rundir / CLUSTER_JSON, doc)
         log(f"{system} {level}/{tuning} on {', '.join(h.name for h in servers)} ready and verified in "
@@ -324,6 +331,8 @@ def add_parser(sub) -> None:
     p.add_argument("--level")
     p.add_argument("--tuning", default="stock")
     p.add_argument("--faults", action="store_true", help="a cluster for fault runs (as `python -m systems up --faults`)")
+    p.add_argument("--faultfs", action="store_true",
+                   help="every node's data directories on faultfs (power-loss cells; as `python -m systems up --faultfs`)")
     p.add_argument("--dir", type=Path)
     p.add_argument("--inventory", required=True)
     p.add_argument("--config", help="YAML file with a `systems:` section (default env/config.yaml)")
@@ -341,7 +350,7 @@ def _main(a, load_inv, log) -> int:
     if a.action == "up":
         if not a.system or not a.level:
             raise TestbedError("cluster up: SYSTEM and --level are required")
-        up(inv, a.system, a.level, a.dir, a.tuning, cfg, log=log, faults=a.faults)
+        up(inv, a.system, a.level, a.dir, a.tuning, cfg, log=log, faults=a.faults, faultfs=a.faultfs)
     elif a.action == "verify":
         verify(inv, a.dir, cfg, log=log)
     elif a.action == "status":

@@ -71,8 +71,10 @@ def runner_archive() -> dict[str, str]:
     return {"tar": str(tar), "marker": marker}
 
 
-# the fault cycle's client libraries on a client host (systems/faultclient.py): the versions uv.lock holds
+# the Python libraries a host runs with, the versions uv.lock holds: on a client host the fault cycle's client
+# (systems/faultclient.py), on a server host faultfs's FUSE binding (systems/faultfs.py, power-loss cells)
 CLIENT_PACKAGES = ("confluent-kafka", "pulsar-client", "certifi", "pravega")
+SERVER_PACKAGES = ("mfusepy",)
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
 
 
@@ -93,12 +95,13 @@ def _fits(fname: str, py: str, machine: str) -> tuple | None:
     return (0, *min(glibc)) if glibc else None
 
 
-def lock_wheels(py: str, machine: str, lock: Path | None = None) -> tuple[list[dict], list[str]]:
-    """The wheels of CLIENT_PACKAGES for that Python and machine, from uv.lock ({name, version, url, sha256}), and
+def lock_wheels(py: str, machine: str, lock: Path | None = None,
+                packages: tuple[str, ...] = CLIENT_PACKAGES) -> tuple[list[dict], list[str]]:
+    """The wheels of `packages` for that Python and machine, from uv.lock ({name, version, url, sha256}), and
     the packages that have none there (Pravega's bindings: CPython 3.11 on x86_64 only)."""
     doc = tomllib.loads((lock or root() / "uv.lock").read_text())
     got, missing = [], []
-    for name in CLIENT_PACKAGES:
+    for name in packages:
         pkg = next((p for p in doc.get("package", []) if p["name"] == name), None)
         if pkg is None:
             raise TestbedError(f"uv.lock: no package {name} (env/lock)")
@@ -135,13 +138,13 @@ def _fetch_wheel(w: dict) -> Path:
     return out
 
 
-def client_py_archive(py: str, machine: str) -> dict:
-    """A tar of the fault client's libraries unpacked for CPython `py` on `machine` (a directory put on PYTHONPATH,
-    no pip or venv needed on the host), with a marker named by their hashes; what has no wheel is listed."""
-    wheels, missing = lock_wheels(py, machine)
+def py_archive(py: str, machine: str, packages: tuple[str, ...] = CLIENT_PACKAGES) -> dict:
+    """A tar of `packages` unpacked for CPython `py` on `machine` (a directory put on PYTHONPATH, no pip or venv
+    needed on the host), with a marker named by their hashes; what has no wheel is listed."""
+    wheels, missing = lock_wheels(py, machine, packages=packages)
     tag = hashlib.sha256(f"{py} {machine} ".encode() + " ".join(w["sha256"] for w in wheels).encode()).hexdigest()[:12]
     marker = f".sb-py-{tag}"
-    out = ship_dir() / f"clientpy-{py}-{machine}-{tag}.tar"
+    out = ship_dir() / f"py-{py}-{machine}-{tag}.tar"
     if not out.exists():
         with tempfile.TemporaryDirectory(dir=ship_dir()) as tmp:
             for w in wheels:
@@ -154,30 +157,32 @@ def client_py_archive(py: str, machine: str) -> dict:
     return {"tar": str(out), "marker": marker, "missing": missing}
 
 
-def client_pythons(inv: Inventory, log: Path | None = None) -> dict[str, dict]:
-    """Per client host: its python3's CPython tag and machine (one ssh each), and the archive for them."""
+def host_pythons(inv: Inventory) -> dict[str, dict]:
+    """Per host: its python3's CPython tag and machine (one ssh each), and the archive of its role's libraries."""
     out, made = {}, {}
-    for h in inv.clients:
+    for h in inv.hosts:
+        packages = (CLIENT_PACKAGES if "client" in h.roles else ()) + (SERVER_PACKAGES if "server" in h.roles else ())
         res = remote.ssh(h, "python3 -c 'import sys, platform; print(\"cp%d%d\" % sys.version_info[:2], "
                             "platform.machine())'", timeout=120)
         try:
             py, machine = res.stdout.split()
         except ValueError:
             raise TestbedError(f"host {h.name}: python3 did not say its version: {res.stdout.strip()[:80]!r}") from None
-        if (py, machine) not in made:
-            made[(py, machine)] = client_py_archive(py, machine)
-        out[h.name] = made[(py, machine)]
+        if (py, machine, packages) not in made:
+            made[(py, machine, packages)] = py_archive(py, machine, packages)
+        out[h.name] = made[(py, machine, packages)]
     return out
 
 
 def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False,
-              client_py: dict | None = None) -> dict:
-    return {"sb_shared_fs": shared_fs, "sb_client_py": client_py or {}, "sb_ship": {
+              host_py: dict | None = None) -> dict:
+    return {"sb_shared_fs": shared_fs, "sb_host_py": host_py or {}, "sb_ship": {
         "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
                      "proc": str(root() / "systems" / "proc.py"),
                      "ready": str(root() / "systems" / "ready.py"),
                      "faulthook": str(root() / "systems" / "faulthook.py"),
                      "faultclient": str(root() / "systems" / "faultclient.py"),
+                     "faultfs": str(root() / "systems" / "faultfs.py"),
                      "shim": str(HERE / "hostside" / "util_shim.py"),
                      "init": str(HERE / "hostside" / "__init__.py"),
                      "kafkacheck": str(root() / "systems" / "kafka" / "check" / "KafkaVerifySnapshot.java"),
@@ -188,8 +193,8 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
 
 def prepare(inv: Inventory, log: Path, systems=SYSTEMS, with_runner: bool = True) -> None:
     shared = bool(inv.provider.get("sharedFilesystem"))
-    client_py = client_pythons(inv) if with_runner else {}
-    remote.playbook(inv, "prepare", ship_vars(systems, with_runner, shared, client_py), log=log, timeout=1800)
+    host_py = host_pythons(inv) if with_runner else {}
+    remote.playbook(inv, "prepare", ship_vars(systems, with_runner, shared, host_py), log=log, timeout=1800)
 
 
 def git_revision() -> tuple[str, bool | None]:

@@ -187,6 +187,11 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     mine = f"{PREFIX}-{lab_id}-"
     existing = netns_list()
     wanted += [n for n in existing if n.startswith(mine) and n not in wanted]
+    # faultfs mounts the hosts made under the lab's directories (a power-loss cell cut off before its cluster's
+    # down): detached first, or their daemons' deaths below would leave dead mounts that no rmtree can pass
+    dead = _detach_faultfs(d)
+    if dead:
+        log(f"lab {lab_id}: detached {len(dead)} faultfs mount(s) left under {d}")
     killed = {}
     for ns in wanted:
         if ns in existing:
@@ -213,6 +218,17 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     return {"namespaces": [n for n in wanted if n in existing], "killed": killed}
 
 
+def _detach_faultfs(d: Path) -> list[str]:
+    """Lazily unmount every faultfs mount at or below d (the lab's own directory, by its id); returns them."""
+    from systems import faultfs
+
+    root = str(d.resolve())
+    mps = [m["mountpoint"] for m in faultfs.mounts() if m["mountpoint"].startswith(root + "/")]
+    for mp in sorted(set(mps), key=lambda s: (-s.count("/"), s)):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+    return mps
+
+
 def _user_exists(name: str) -> bool:
     return subprocess.run(["getent", "passwd", name], capture_output=True).returncode == 0
 
@@ -224,6 +240,7 @@ def _remove_login_user(lab_id: str, log) -> None:
     sudoers.unlink(missing_ok=True)
     if _user_exists(name):
         uid = pwd.getpwnam(name).pw_uid
+        _fuse_access(name, grant=False)
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
         res = subprocess.run(["userdel", name], capture_output=True, text=True)
         if res.returncode != 0 and _user_exists(name):
@@ -239,6 +256,26 @@ def _remove_login_user(lab_id: str, log) -> None:
         log(f"lab {lab_id}: login user {name} removed")
 
 
+FUSE_DEV = Path("/dev/fuse")
+
+
+def _fuse_access(name: str, grant: bool) -> None:
+    """The login user may open /dev/fuse, as any user may on an Ubuntu host (mode 0666 there, 0600 here): an ACL
+    entry for that user alone (setfacl, Debian package acl), removed with the user. faultfs's power-loss mounts on
+    the hosts go through fusermount3 as that user."""
+    if not FUSE_DEV.exists():
+        return
+    if shutil.which("setfacl") is None:
+        if grant:
+            raise TestbedError("lab: --login-user needs setfacl for the user's access to /dev/fuse (Debian package acl, "
+                               "env/apt-packages.txt)")
+        return
+    args = ["-m", f"u:{name}:rw"] if grant else ["-x", f"u:{name}"]
+    res = subprocess.run(["setfacl", *args, str(FUSE_DEV)], capture_output=True, text=True)
+    if grant and res.returncode != 0:
+        raise TestbedError(f"lab: setfacl {' '.join(args)} {FUSE_DEV}: {res.stderr.strip()}")
+
+
 def _make_login_user(p: dict[str, Any], d: Path) -> None:
     u = p["loginUser"]
     if _user_exists(u["name"]):
@@ -247,6 +284,7 @@ def _make_login_user(p: dict[str, Any], d: Path) -> None:
     run(["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/bash", u["name"]],
         what=f"lab: login user {u['name']}")
     run(["usermod", "-p", "*", u["name"]], what="lab: login user unlocked for key login")  # '!' would refuse ssh
+    _fuse_access(u["name"], grant=True)
     home.mkdir(parents=True, exist_ok=True)
     shutil.chown(home, u["name"], u["name"])
     if u["sudo"] == "nopasswd":

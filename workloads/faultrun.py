@@ -180,6 +180,28 @@ def make_client(system: str, cluster: dict, driver: dict, log: Path, inventory: 
     return faultclient.Remote(cmd, h.name, log, system, cluster, driver, f"{h.work_dir}/runs/faultclient.log")
 
 
+def checkpoint_faultfs(cluster: dict, rundir: Path, inventory: str | None) -> None:
+    """Before a cycle on a reused faultfs cluster: every cached write of its mounts made durable (what a kernel's
+    periodic write-back would have done between two cycles), here or on each server host (over ssh)."""
+    if inventory is None:
+        from systems import faultfs
+
+        faultfs.checkpoint_all(rundir)
+        return
+    import shlex
+
+    from testbeds import inventory as inv_mod, remote
+    from testbeds.util import TestbedError
+    inv = inv_mod.load(inventory)
+    for host, hrun in sorted({(n["hostName"], n["hostRunDir"]) for n in cluster["nodes"] if n.get("hostRunDir")}):
+        h = inv.host(host)
+        try:
+            remote.ssh(h, f"cd {shlex.quote(h.work_dir + '/lib')} && exec python3 -m sbhost.faultfs checkpoint-run "
+                          f"{shlex.quote(hrun)}", timeout=120)
+        except TestbedError as e:
+            raise CellFailure("cluster", f"faultfs checkpoint before the cycle: {e}", "set-up") from None
+
+
 def client_addresses(inventory: str | None) -> list[str]:
     """The addresses of the inventory's client hosts (none on this machine)."""
     if inventory is None:
@@ -504,9 +526,6 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             pass
     phase = "set-up"
     try:
-        if inventory is not None and run.fault == "power-loss":
-            raise CellFailure("error", f"{run.fault}: faultfs is not shipped to an inventory's hosts yet (the kill "
-                              "faults run there)", "set-up")
         if inventory is None and run.fault in plan.NEEDS_HOSTS:
             raise CellFailure("error", f"{run.relpath(testbed)}: fault {run.fault} needs hosts of their own (an "
                               "inventory: --profile lab or aws); on this machine every node shares one network",
@@ -533,9 +552,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         fault["clusterCycle"] = cycle
         cluster = json.loads((rundir / "cluster.json").read_text())
         if reused and cluster.get("faultfs"):
-            from systems import faultfs
-
-            faultfs.checkpoint_all(rundir)
+            checkpoint_faultfs(cluster, rundir, inventory)
         topic = f"fault-{uuid.uuid4().hex[:10]}"
         client = make_client(run.system, cluster, drv, log, inventory)
         t_serve = time.monotonic()

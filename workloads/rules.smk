@@ -199,7 +199,7 @@ rule fault_run:
         scale=WL_SCALE,
         seed=config["workloads"]["seed"],
         limits=WL_LIMITS,
-        # a multi-host testbed's inventory: faultrun records such runs as failed (not implemented there yet)
+        # a multi-host testbed's inventory: the cycle's hooks run on the server hosts, its client on the first client host
         testbed_args=lambda wc: TESTBED_RUN_ARGS(_wl_run(wc)),
     priority: lambda wc: WL_PRIORITY[_wl_run(wc).key]
     resources:

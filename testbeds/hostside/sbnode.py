@@ -16,7 +16,9 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
                                      controller's admin and verify requests to a cluster it has no route to
 
 SPEC: {"node", "rundir", "cmd": [...], "env": {...}, "cwd", "log", "stopStage", "timeout", "mkdirs": [...],
-       "maxLogBytes"}  (the node's log is capped as on this machine, whatever the number of starts)
+       "maxLogBytes", "faultfs"}  (the node's log is capped as on this machine, whatever the number of starts;
+       with "faultfs" true each of mkdirs is a faultfs mount, sbhost.faultfs, its durable state in the sibling
+       directory <dir>.faultfs on the same disk, and listed in RUNDIR/faultfs-mounts.json; `stop` unmounts them)
 READY: {"rundir", "conds": [...], "timeout"}
 """
 from __future__ import annotations
@@ -52,9 +54,36 @@ def _start(spec: dict):
     env.update(spec.get("env") or {})
     for d in [spec["cwd"], *(spec.get("mkdirs") or [])]:
         Path(d).mkdir(parents=True, exist_ok=True)
+    if spec.get("faultfs"):
+        _mount_faultfs(spec)
     return start_process(Path(spec["rundir"]), spec["node"], spec["cmd"], cwd=Path(spec["cwd"]),
                          log=Path(spec["log"]), env=env, stop_stage=int(spec.get("stopStage", 0)),
                          max_log_bytes=spec.get("maxLogBytes"), env_extra=spec.get("env") or {})
+
+
+def _mount_faultfs(spec: dict) -> None:
+    """The node's data directories on faultfs (power-loss cells), as the local launcher mounts them."""
+    from sbhost import faultfs
+
+    for d in spec.get("mkdirs") or []:
+        if faultfs.is_mounted(d):
+            continue
+        try:
+            faultfs.mount(f"{d}.faultfs", d, log=Path(spec["cwd"]) / f"faultfs-{Path(d).name}.log")
+        except faultfs.FaultfsError as e:
+            raise SystemsError(f"{spec['node']}: faultfs: {e}") from None
+        faultfs.record_mount(spec["rundir"], d)
+
+
+def _unmount_faultfs(rundir: Path) -> list[str]:
+    if not (rundir / "faultfs-mounts.json").is_file():
+        return []
+    from sbhost import faultfs
+
+    try:
+        return faultfs.unmount_all(rundir, discard=False)
+    except faultfs.FaultfsError as e:
+        raise SystemsError(f"{rundir}: faultfs: {e}") from None
 
 
 def start(spec: dict) -> int:
@@ -119,7 +148,9 @@ def stop(rundir: Path, timeout: float) -> dict:
     killed = stop_records(alive, timeout) if alive else []
     for r in recs:
         (rundir / "pids" / f"{r.node}.json").unlink(missing_ok=True)
-    return {"stopped": [r.node for r in alive], "killed": killed, **({"healed": True} if healed else {})}
+    unmounted = _unmount_faultfs(rundir)
+    return {"stopped": [r.node for r in alive], "killed": killed, **({"healed": True} if healed else {}),
+            **({"unmounted": unmounted} if unmounted else {})}
 
 
 def main(argv: list[str]) -> int:

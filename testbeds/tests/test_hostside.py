@@ -4,6 +4,7 @@ system's python3 with no third-party package: start records a pid file, status s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -25,6 +26,7 @@ def shipped(tmp_path):
     shutil.copy(v["proc"], lib / "sbhost" / "proc.py")
     shutil.copy(v["ready"], lib / "sbhost" / "ready.py")
     shutil.copy(v["faulthook"], lib / "sbhost" / "faulthook.py")  # sbnode stop heals a partition with it
+    shutil.copy(v["faultfs"], lib / "sbhost" / "faultfs.py")  # power-loss mounts
     shutil.copy(v["shim"], lib / "sbhost" / "util.py")
     shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
     return lib
@@ -103,3 +105,47 @@ def test_wait_checks_the_stage_on_the_host_and_a_dead_node_ends_it_at_once(shipp
     assert r.returncode == 1 and time.monotonic() - t0 < 20
     assert r.stderr.startswith("n2: exited during start-up; last lines of ") and "cannot bind" in r.stderr
     _sb(shipped, "stop", run, "--timeout", "5")
+
+
+@pytest.mark.skipif(PY is None, reason="no system python3")
+def test_a_faultfs_node_gets_its_data_dirs_mounted_dropped_by_the_hook_module_and_unmounted_by_stop(shipped, tmp_path):
+    """The power-loss cells on an inventory's host: sbnode start mounts each data directory on faultfs (the FUSE
+    binding from lib/py, as prepare ships it; its durable state beside it on the same disk) and lists it in the run;
+    the hook's drop_all(rundir) finds it there although it is not under the run directory; stop unmounts it."""
+    import mfusepy
+
+    from systems import faultfs
+
+    (shipped / "py").mkdir()
+    shutil.copy(mfusepy.__file__, shipped / "py" / "mfusepy.py")
+    run, disk = tmp_path / "run", tmp_path / "disk" / "log" / "c1" / "n1"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"node": "n1", "rundir": str(run), "cmd": ["sleep", "300"], "env": {},
+                                "cwd": str(run / "n1"), "log": str(run / "n1" / "node.log"), "stopStage": 0,
+                                "mkdirs": [str(disk)], "faultfs": True}))
+    try:
+        r = _sb(shipped, "start", spec)
+        assert r.returncode == 0, r.stderr
+        assert faultfs.is_mounted(disk)
+        assert json.loads((run / "faultfs-mounts.json").read_text()) == [str(disk.resolve())]
+        assert Path(f"{disk}.faultfs").is_dir()  # the durable state, a sibling on the same disk
+        (disk / "unsynced").write_text("x" * 100)
+        with open(disk / "synced", "w") as f:
+            f.write("y" * 100)
+            f.flush()
+            os.fsync(f.fileno())
+        code = ("import sys, json; sys.path[:0] = [sys.argv[1]]; from sbhost import faultfs; "
+                "print(json.dumps(faultfs.drop_all(sys.argv[2], require_idle=False)))")
+        d = subprocess.run([PY, "-I", "-c", code, str(shipped), str(run)], capture_output=True, text=True, timeout=60)
+        assert d.returncode == 0, d.stderr
+        assert list(json.loads(d.stdout)) == [str(disk.resolve())]
+        # a file created and never fsync'ed is kept, empty (systems/README.md, faultfs); the synced one whole
+        assert (disk / "unsynced").read_text() == "" and (disk / "synced").read_text() == "y" * 100
+        r = _sb(shipped, "stop", run, "--timeout", "5")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["unmounted"] == [str(disk.resolve())]
+        assert not faultfs.is_mounted(disk)
+    finally:
+        for mp in faultfs.mounts_under(tmp_path):
+            faultfs.unmount(mp, discard=True)
+        _sb(shipped, "stop", run, "--timeout", "5")
