@@ -90,6 +90,7 @@ def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict, faultfs: bool = 
         return path
 
     stages = []
+    mounts: dict[str, list[str]] = {}
     for k, st in enumerate(pl.stages):
         once: dict[str, list[str]] = {}
         start: dict[str, list[str]] = {}
@@ -103,6 +104,8 @@ def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict, faultfs: bool = 
                 "cmd": n.cmd, "env": n.env, "cwd": n.dir, "log": n.log, "stopStage": n.stop_stage,
                 "mkdirs": n.data_dirs, "maxLogBytes": max_log, **({"faultfs": True} if faultfs and n.data_dirs else {})},
                 n.dir))
+            if faultfs and n.data_dirs:  # mounted before the first stage: its one-off commands (Kafka's format) write there
+                mounts.setdefault(n.host.name, []).append(start[n.host.name][-1])
         by_host: dict[str, list[dict]] = {}
         for c in st.wait:
             by_host.setdefault(pl.host_of(c["node"]).name, []).append(c)
@@ -121,7 +124,7 @@ def remote_vars(pl: splan.ClusterPlan, rundir: Path, cfg: dict, faultfs: bool = 
                 ports.setdefault(n.host.name, []).append({"address": n.host.address, "port": p})
     bundles = {hname: _tar(fs, rundir / f"ship-{hname}.tar") for hname, fs in files.items() if fs}
     return {"sb_cluster": {"name": name, "rundir": {h.name: h.root for h in pl.placement.hosts}, "wipe": wipe,
-                           "bundles": bundles, "stages": stages, "ports": ports,
+                           "bundles": bundles, "stages": stages, "ports": ports, "faultfs": mounts,
                            "timeout": int(cfg["startup_timeout_seconds"]),
                            "stop_timeout": int(cfg["stop_timeout_seconds"])}}
 
@@ -164,6 +167,10 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
                                kafka_snapshot=kafka_snapshot_over_ssh(inv, servers[0].name, servers[0].dist))
         effective = _verify_settings(view, create=True)
         verified_s = time.monotonic() - t0
+        if faultfs:
+            # as the local launcher does: what the cluster wrote while it started (Kafka's bootstrap.checkpoint, the
+            # bookies' cookies) becomes durable, as the OS's write-back would make it long before a fault
+            faultfs_checkpoint(inv, {h.name: h.root for h in pl.placement.hosts})
         doc = {
             "schemaVersion": SCHEMA_VERSION, "system": system, "version": versions()[system], "level": level,
             "tuning": tuning, "faults": faults, "replication": durability.levels[level]["replication"],
@@ -192,6 +199,15 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
         except Exception as e2:
             log(f"cleanup after failed up: {e2}")
         raise
+
+
+def faultfs_checkpoint(inv: Inventory, rundirs: dict[str, str]) -> None:
+    """Every cached write of the faultfs mounts of a run made durable, on each host {host name: its run directory}
+    (sbhost.faultfs checkpoint-run over ssh); one line naming the host on failure."""
+    for name, hrun in sorted(rundirs.items()):
+        h = inv.host(name)
+        lib = shlex.quote(f"{h.work_dir}/lib")
+        remote.ssh(h, f"cd {lib} && exec python3 -m sbhost.faultfs checkpoint-run {shlex.quote(hrun)}", timeout=120)
 
 
 def http_over_ssh(inv: Inventory):

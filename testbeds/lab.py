@@ -187,11 +187,8 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     mine = f"{PREFIX}-{lab_id}-"
     existing = netns_list()
     wanted += [n for n in existing if n.startswith(mine) and n not in wanted]
-    # faultfs mounts the hosts made under the lab's directories (a power-loss cell cut off before its cluster's
-    # down): detached first, or their daemons' deaths below would leave dead mounts that no rmtree can pass
-    dead = _detach_faultfs(d)
-    if dead:
-        log(f"lab {lab_id}: detached {len(dead)} faultfs mount(s) left under {d}")
+    # faultfs mounts a power-loss cell made on a host live in that host's mount namespace (its sshd's: `ip netns
+    # exec` makes one), never in this one; they end with the processes killed below
     killed = {}
     for ns in wanted:
         if ns in existing:
@@ -216,17 +213,6 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
             f"{', '.join(sorted(killed))}")
     log(f"lab {lab_id}: down")
     return {"namespaces": [n for n in wanted if n in existing], "killed": killed}
-
-
-def _detach_faultfs(d: Path) -> list[str]:
-    """Lazily unmount every faultfs mount at or below d (the lab's own directory, by its id); returns them."""
-    from systems import faultfs
-
-    root = str(d.resolve())
-    mps = [m["mountpoint"] for m in faultfs.mounts() if m["mountpoint"].startswith(root + "/")]
-    for mp in sorted(set(mps), key=lambda s: (-s.count("/"), s)):
-        subprocess.run(["umount", "-l", mp], capture_output=True)
-    return mps
 
 
 def _user_exists(name: str) -> bool:

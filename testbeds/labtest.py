@@ -173,6 +173,23 @@ def fault_leftovers(inv) -> list[str]:
     return out
 
 
+def host_faultfs_mounts(inv) -> list[str]:
+    """faultfs mounts still in the hosts' mount namespaces (each sshd's, made by `ip netns exec`; this namespace never
+    sees them): after the clusters are down there must be none."""
+    out = set()
+    for h, ns in inv.provider["netns"].items():
+        for pid in lab.netns_pids(ns):
+            try:
+                info = Path(f"/proc/{pid}/mountinfo").read_text()
+            except OSError:
+                continue
+            for line in info.splitlines():
+                left, _, right = line.partition(" - ")
+                if right.split()[:1] == ["fuse.faultfs"]:
+                    out.add(f"host {h}: faultfs mount {left.split()[4]}")
+    return sorted(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--id", default="t12")
@@ -254,6 +271,7 @@ def main(argv=None) -> int:
         # no --inventory: the cluster left running is stopped through the inventory it recorded
         subprocess.run([sys.executable, "-m", "workloads.run", "--clusters", str(a.out / "clusters"), "--down-all"],
                        cwd=root(), check=True, timeout=600)
+        failures += [f"left after the clusters were stopped: {x}" for x in host_faultfs_mounts(inv)]
         # after the clusters are down only the sshds (and their sessions) may be left in the host namespaces
         for h, ns in inv.provider["netns"].items():
             for pid in lab.netns_pids(ns):

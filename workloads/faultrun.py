@@ -188,18 +188,13 @@ def checkpoint_faultfs(cluster: dict, rundir: Path, inventory: str | None) -> No
 
         faultfs.checkpoint_all(rundir)
         return
-    import shlex
-
-    from testbeds import inventory as inv_mod, remote
+    from testbeds import cluster as tb_cluster, inventory as inv_mod
     from testbeds.util import TestbedError
-    inv = inv_mod.load(inventory)
-    for host, hrun in sorted({(n["hostName"], n["hostRunDir"]) for n in cluster["nodes"] if n.get("hostRunDir")}):
-        h = inv.host(host)
-        try:
-            remote.ssh(h, f"cd {shlex.quote(h.work_dir + '/lib')} && exec python3 -m sbhost.faultfs checkpoint-run "
-                          f"{shlex.quote(hrun)}", timeout=120)
-        except TestbedError as e:
-            raise CellFailure("cluster", f"faultfs checkpoint before the cycle: {e}", "set-up") from None
+    try:
+        tb_cluster.faultfs_checkpoint(inv_mod.load(inventory), {
+            n["hostName"]: n["hostRunDir"] for n in cluster["nodes"] if n.get("hostRunDir")})
+    except TestbedError as e:
+        raise CellFailure("cluster", f"faultfs checkpoint before the cycle: {e}", "set-up") from None
 
 
 def client_addresses(inventory: str | None) -> list[str]:

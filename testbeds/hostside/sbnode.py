@@ -7,6 +7,7 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
 
   sbnode.py start SPEC.json          start the node SPEC describes, in its own session; prints its pid
   sbnode.py once SPEC.json           run a one-off command (kafka format, pulsar initialize-cluster-metadata)
+  sbnode.py mount SPEC.json          make the node's data directories and mount them on faultfs (SPEC "faultfs")
   sbnode.py stop RUNDIR [--timeout S]   stop every node recorded under RUNDIR/pids (staged, then KILL)
   sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
   sbnode.py status RUNDIR            JSON {node: alive}
@@ -164,6 +165,12 @@ def main(argv: list[str]) -> int:
             return start(_spec(arg))
         if cmd == "once":
             return once(_spec(arg))
+        if cmd == "mount":
+            spec = _spec(arg)
+            for d in spec.get("mkdirs") or []:
+                Path(d).mkdir(parents=True, exist_ok=True)
+            _mount_faultfs(spec)
+            return 0
         if cmd == "wait":
             return wait(_spec(arg))
         if cmd == "stop":

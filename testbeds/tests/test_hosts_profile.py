@@ -93,7 +93,7 @@ def test_the_profile_plans_adopt_prepare_probes_and_the_runs(tmp_path):
     assert "testbed_lab_up" not in r.stdout and "testbed_lab_down" not in r.stdout
     assert "data/raw/hosts/" in r.stdout
     # every system's cells (Pravega starts on inventory hosts: systems/plan.py); what hosts cannot run yet is not
-    # planned: no fault run (the fault claims' cells include power loss, and faultfs is not shipped to hosts)
+    # planned: no fault run (the fault claims' 60 cells have not been run on hosts yet)
     assert "status/kafka/" in r.stdout and "status/pulsar/" in r.stdout and "status/pravega/" in r.stdout
     assert "fault_run" not in r.stdout
 

@@ -23,14 +23,14 @@ def inv(tmp_path):
     return inventory.load(f)
 
 
-def shipped(inv, system, level, tmp_path, conf_dir=None):
+def shipped(inv, system, level, tmp_path, conf_dir=None, faultfs=False):
     """The plan, remote.json's vars, and every shipped file by host: {host: {path: text}}."""
     cfg = load_config()
     rundir = tmp_path / "run"
     rundir.mkdir()
     pl = splan.build(system, level, "tuned", cluster.hosts_placement(inv, system, rundir.name), cfg,
                      durability.load(resolve(cfg["durability_file"])), conf_dir=conf_dir)
-    v = cluster.remote_vars(pl, rundir, cfg)["sb_cluster"]
+    v = cluster.remote_vars(pl, rundir, cfg, faultfs)["sb_cluster"]
     by_host = {}
     for h, tar in v["bundles"].items():
         with tarfile.open(tar) as t:
@@ -71,6 +71,23 @@ def test_kafka_plan(inv, tmp_path):
         (ready,) = v["stages"][0]["wait"][h.name]
         conds = json.loads(by_host[h.name][ready])["conds"]
         assert [(c["kind"], c["node"]) for c in conds] == [("log", f"kafka-{h.name[-1]}")]
+
+
+def test_a_faultfs_kafka_mounts_every_data_directory_before_its_format_writes_there(inv, tmp_path):
+    """Power-loss clusters on hosts: each broker's spec asks for faultfs, and the start playbook mounts them (sbnode.py
+    mount) before the first stage, whose one-off command (StorageTool format) writes meta.properties into them; a
+    mount made at the broker's start would hide what the format wrote."""
+    pl, v, by_host = shipped(inv, "kafka", "L1", tmp_path, faultfs=True)
+    assert v["stages"][0]["once"]  # the format runs in the first stage, before any start
+    for h in inv.servers:
+        (path,) = v["faultfs"][h.name]
+        spec = json.loads(by_host[h.name][path])
+        assert spec["node"] == f"kafka-{h.name[-1]}" and spec["faultfs"] is True and spec["mkdirs"]
+        assert path in v["stages"][0]["start"][h.name]
+    (tmp_path / "plain").mkdir()
+    _, plain, plain_files = shipped(inv, "kafka", "L1", tmp_path / "plain")
+    assert plain["faultfs"] == {}
+    assert not any(json.loads(t).get("faultfs") for d, t in _files(plain_files).items() if d.endswith(".spec.json"))
 
 
 @pytest.mark.skipif(not (dist.dist_dir("pulsar") / "conf").is_dir(), reason="pulsar distribution not prepared")
