@@ -101,6 +101,12 @@ def test_wheels_for_a_hosts_python_come_from_the_lock_with_the_oldest_glibc():
     assert missing == ["confluent-kafka", "pulsar-client", "pravega"]
 
 
+def test_a_server_host_gets_the_fuse_binding_only():
+    wheels, missing = deploy.lock_wheels("cp312", "x86_64", packages=deploy.SERVER_PACKAGES)
+    assert [w["name"] for w in wheels] == ["mfusepy"] and missing == []
+    assert wheels[0]["url"].endswith("-py3-none-any.whl")
+
+
 @pytest.mark.parametrize("fname, ok", [
     ("x-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", True),
     ("x-1.0-cp311-cp311-manylinux_2_28_aarch64.whl", False),
