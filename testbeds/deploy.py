@@ -7,9 +7,13 @@ hosts by Ansible; no host downloads anything.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
+import platform
 import re
+import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import tomllib
@@ -78,25 +82,31 @@ SERVER_PACKAGES = ("mfusepy",)
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
 
 
-def _fits(fname: str, py: str, machine: str) -> tuple | None:
-    """A sort key when the wheel installs on CPython `py` (cp311) on Linux `machine` (x86_64), else None: the
-    manylinux wheel of the oldest glibc first (the widest choice of hosts), then pure wheels."""
+def _fits(fname: str, py: str, machine: str, glibc: tuple[int, int] | None = None) -> tuple | None:
+    """A sort key when the wheel installs on CPython `py` (cp311) on Linux `machine` (x86_64) with `glibc` (None: any),
+    else None: the manylinux wheel of the oldest glibc first (the widest choice of hosts), then pure wheels."""
     m = _WHEEL.match(fname)
     if not m:
         return None
-    pys, abis, plats = m["py"].split("."), m["abi"].split("."), m["plat"].split(".")
+    return _tags_fit(m["py"].split("."), m["abi"].split("."), m["plat"].split("."), py, machine, glibc)
+
+
+def _tags_fit(pys: list[str], abis: list[str], plats: list[str], py: str, machine: str,
+              glibc: tuple[int, int] | None) -> tuple | None:
     if not (py in pys or "py3" in pys) or not (py in abis or "abi3" in abis or "none" in abis):
         return None
     if "any" in plats:
         return (1, 0, 0)
-    glibc = [tuple(int(x) for x in re.findall(r"manylinux_(\d+)_(\d+)_" + re.escape(machine) + "$", pl)[0])
-             for pl in plats if re.search(r"manylinux_\d+_\d+_" + re.escape(machine) + "$", pl)]
-    glibc += [(2, 17) for pl in plats if pl == f"manylinux2014_{machine}"]
-    return (0, *min(glibc)) if glibc else None
+    need = [tuple(int(x) for x in re.findall(r"manylinux_(\d+)_(\d+)_" + re.escape(machine) + "$", pl)[0])
+            for pl in plats if re.search(r"manylinux_\d+_\d+_" + re.escape(machine) + "$", pl)]
+    need += [(2, 17) for pl in plats if pl == f"manylinux2014_{machine}"]
+    if not need or (glibc is not None and min(need) > glibc):
+        return None
+    return (0, *min(need))
 
 
-def lock_wheels(py: str, machine: str, lock: Path | None = None,
-                packages: tuple[str, ...] = CLIENT_PACKAGES) -> tuple[list[dict], list[str]]:
+def lock_wheels(py: str, machine: str, lock: Path | None = None, packages: tuple[str, ...] = CLIENT_PACKAGES,
+                glibc: tuple[int, int] | None = None) -> tuple[list[dict], list[str]]:
     """The wheels of `packages` for that Python and machine, from uv.lock ({name, version, url, sha256}), and
     the packages that have none there (Pravega's bindings: CPython 3.11 on x86_64 only)."""
     doc = tomllib.loads((lock or root() / "uv.lock").read_text())
@@ -105,7 +115,8 @@ def lock_wheels(py: str, machine: str, lock: Path | None = None,
         pkg = next((p for p in doc.get("package", []) if p["name"] == name), None)
         if pkg is None:
             raise TestbedError(f"uv.lock: no package {name} (env/lock)")
-        fits = [(k, w) for w in pkg.get("wheels", []) if (k := _fits(w["url"].rsplit("/", 1)[1], py, machine))]
+        fits = [(k, w) for w in pkg.get("wheels", [])
+                if (k := _fits(w["url"].rsplit("/", 1)[1], py, machine, glibc))]
         if not fits:
             missing.append(name)
             continue
@@ -138,16 +149,59 @@ def _fetch_wheel(w: dict) -> Path:
     return out
 
 
-def py_archive(py: str, machine: str, packages: tuple[str, ...] = CLIENT_PACKAGES) -> dict:
-    """A tar of `packages` unpacked for CPython `py` on `machine` (a directory put on PYTHONPATH, no pip or venv
-    needed on the host), with a marker named by their hashes; what has no wheel is listed."""
-    wheels, missing = lock_wheels(py, machine, packages=packages)
-    tag = hashlib.sha256(f"{py} {machine} ".encode() + " ".join(w["sha256"] for w in wheels).encode()).hexdigest()[:12]
+def installed_files(name: str, version: str, py: str, machine: str,
+                    glibc: tuple[int, int] | None) -> list[tuple[Path, str]] | None:
+    """The files of package `name` as installed in this interpreter's environment ((path, name in a wheel)), when it
+    is the lock's version and its wheel's tags fit the host (CPython `py` on `machine` with `glibc`); else None. The
+    environment was installed from uv.lock (hash-checked), so these are that wheel's contents: a host like this
+    machine needs no download (the lab's controller namespace has no route to the index)."""
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.version != version or not dist.files:
+        return None
+    tags = [line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines()
+            if line.startswith("Tag:")]
+    if not any(_tags_fit(*(part.split(".") for part in t.split("-")), py, machine, glibc)
+               for t in tags if t.count("-") == 2):
+        return None
+    out = []
+    for f in dist.files:
+        rel = str(f)
+        if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
+            continue  # scripts outside site-packages, byte code
+        out.append((Path(dist.locate_file(f)), rel))
+    return out
+
+
+def _this_python() -> tuple[str, str]:
+    return f"cp{sys.version_info[0]}{sys.version_info[1]}", platform.machine()
+
+
+def py_archive(py: str, machine: str, packages: tuple[str, ...] = CLIENT_PACKAGES,
+               glibc: tuple[int, int] | None = None) -> dict:
+    """A tar of `packages` unpacked for CPython `py` on `machine` with `glibc` (a directory put on PYTHONPATH, no pip
+    or venv needed on the host), with a marker named by their sources; what has no wheel is listed. A package this
+    environment holds at the lock's version, with tags that fit the host, is copied from here; any other comes
+    from its wheel in uv.lock (downloaded once, sha256 checked)."""
+    wheels, missing = lock_wheels(py, machine, packages=packages, glibc=glibc)
+    here = {w["name"]: installed_files(w["name"], w["version"], py, machine, glibc) for w in wheels} \
+        if (py, machine) == _this_python() else {}
+    source = " ".join(f"installed:{w['name']}=={w['version']}" if here.get(w["name"]) else w["sha256"] for w in wheels)
+    tag = hashlib.sha256(f"{py} {machine} {glibc} {source}".encode()).hexdigest()[:12]
     marker = f".sb-py-{tag}"
     out = ship_dir() / f"py-{py}-{machine}-{tag}.tar"
     if not out.exists():
         with tempfile.TemporaryDirectory(dir=ship_dir()) as tmp:
             for w in wheels:
+                files = here.get(w["name"])
+                if files:
+                    for path, rel in files:
+                        dest = Path(tmp) / rel
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(path, dest)
+                    continue
                 with zipfile.ZipFile(_fetch_wheel(w)) as z:
                     z.extractall(tmp)
             (Path(tmp) / marker).write_text(" ".join(f"{w['name']}=={w['version']}" for w in wheels) + "\n")
@@ -158,19 +212,22 @@ def py_archive(py: str, machine: str, packages: tuple[str, ...] = CLIENT_PACKAGE
 
 
 def host_pythons(inv: Inventory) -> dict[str, dict]:
-    """Per host: its python3's CPython tag and machine (one ssh each), and the archive of its role's libraries."""
+    """Per host: its python3's CPython tag, machine and glibc (one ssh each), and the archive of its role's
+    libraries."""
     out, made = {}, {}
     for h in inv.hosts:
         packages = (CLIENT_PACKAGES if "client" in h.roles else ()) + (SERVER_PACKAGES if "server" in h.roles else ())
         res = remote.ssh(h, "python3 -c 'import sys, platform; print(\"cp%d%d\" % sys.version_info[:2], "
-                            "platform.machine())'", timeout=120)
+                            "platform.machine(), platform.libc_ver()[1] or \"0.0\")'", timeout=120)
         try:
-            py, machine = res.stdout.split()
+            py, machine, libc = res.stdout.split()
+            glibc = tuple(int(x) for x in libc.split(".")[:2])
         except ValueError:
             raise TestbedError(f"host {h.name}: python3 did not say its version: {res.stdout.strip()[:80]!r}") from None
-        if (py, machine, packages) not in made:
-            made[(py, machine, packages)] = py_archive(py, machine, packages)
-        out[h.name] = made[(py, machine, packages)]
+        key = (py, machine, glibc, packages)
+        if key not in made:
+            made[key] = py_archive(py, machine, packages, glibc)
+        out[h.name] = made[key]
     return out
 
 

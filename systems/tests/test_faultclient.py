@@ -9,7 +9,10 @@
 """
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -101,6 +104,37 @@ def test_wheels_for_a_hosts_python_come_from_the_lock_with_the_oldest_glibc():
     assert missing == ["confluent-kafka", "pulsar-client", "pravega"]
 
 
+def test_a_host_with_an_older_glibc_gets_an_older_wheel_or_none():
+    wheels, _ = deploy.lock_wheels("cp311", "x86_64", glibc=(2, 31))
+    assert {w["name"]: w["url"].rsplit("/", 1)[1] for w in wheels}["pravega"].endswith("manylinux_2_31_x86_64.whl")
+    _, missing = deploy.lock_wheels("cp311", "x86_64", glibc=(2, 27))  # every binary wheel needs 2.28 or later
+    assert missing == ["confluent-kafka", "pulsar-client", "pravega"]
+
+
+@pytest.mark.skipif(PY is None or shutil.which("unshare") is None, reason="no system python3 or unshare")
+def test_a_host_like_this_machine_gets_its_libraries_without_the_network(tmp_path):
+    """The lab's controller namespace has no route to the package index (env/test's first fresh clone failed there
+    on the download): for a host with this interpreter's tag, machine and a glibc the installed wheels fit, the
+    archive is built from this environment, with no network at all (a network namespace of its own), and the host's
+    python3 imports every client library from it."""
+    py, machine = deploy._this_python()
+    code = ("import json, sys; from testbeds import deploy; "
+            f"print(json.dumps(deploy.py_archive({py!r}, {machine!r}, deploy.CLIENT_PACKAGES, (9, 99))))")
+    r = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=deploy.root(), env={**os.environ, "STREAMBENCH_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert got["missing"] == []
+    out = tmp_path / "py"
+    out.mkdir()
+    subprocess.run(["tar", "-xf", got["tar"], "-C", str(out)], check=True)
+    assert (out / got["marker"]).is_file()
+    imp = subprocess.run([PY, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                          "import confluent_kafka, pulsar, certifi, pravega_client", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert imp.returncode == 0, imp.stderr[-2000:]
+
+
 def test_a_server_host_gets_the_fuse_binding_only():
     wheels, missing = deploy.lock_wheels("cp312", "x86_64", packages=deploy.SERVER_PACKAGES)
     assert [w["name"] for w in wheels] == ["mfusepy"] and missing == []
@@ -119,6 +153,9 @@ def test_a_server_host_gets_the_fuse_binding_only():
 ])
 def test_a_wheel_fits_a_host_by_its_tags(fname, ok):
     assert (deploy._fits(fname, "cp311", "x86_64") is not None) == ok
+    # and by its glibc: a manylinux_2_28 wheel does not load on a host with glibc 2.27
+    if ok and "manylinux_2_28" in fname:
+        assert deploy._fits(fname, "cp311", "x86_64", (2, 27)) is None
 
 
 def test_rules_follow_the_hooks_news():
