@@ -248,6 +248,23 @@ def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False
         "runner": runner_archive() if with_runner else None}}
 
 
+# where prepare puts the host-side helper's files under <workDir>/lib (the role's copy task lists the same)
+HOSTSIDE_LAYOUT = {"sbnode": "sbnode.py", "proc": "sbhost/proc.py", "ready": "sbhost/ready.py",
+                   "faulthook": "sbhost/faulthook.py", "faultclient": "sbhost/faultclient.py",
+                   "faultfs": "sbhost/faultfs.py", "shim": "sbhost/util.py", "init": "sbhost/__init__.py",
+                   "kafkacheck": "KafkaVerifySnapshot.java"}
+
+
+def install_hostside(lib: Path) -> Path:
+    """The host-side helper laid out under lib as prepare ships it (tests and benches run it from there)."""
+    v = ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
+    for key, rel in HOSTSIDE_LAYOUT.items():
+        dest = Path(lib) / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(v[key], dest)
+    return Path(lib)
+
+
 def prepare(inv: Inventory, log: Path, systems=SYSTEMS, with_runner: bool = True) -> None:
     shared = bool(inv.provider.get("sharedFilesystem"))
     host_py = host_pythons(inv) if with_runner else {}

@@ -28,13 +28,7 @@ PY = shutil.which("python3", path="/usr/bin:/bin")
 
 @pytest.fixture()
 def shipped(tmp_path):
-    v = deploy.ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
-    lib = tmp_path / "lib"
-    (lib / "sbhost").mkdir(parents=True)
-    for key, name in (("proc", "proc.py"), ("ready", "ready.py"), ("shim", "util.py"), ("init", "__init__.py"),
-                      ("faultclient", "faultclient.py")):
-        shutil.copy(v[key], lib / "sbhost" / name)
-    return lib
+    return deploy.install_hostside(tmp_path / "lib")
 
 
 def _agent_cmd(lib: Path) -> list[str]:

@@ -25,18 +25,6 @@ from testbeds import cluster, deploy, inventory, lab, remote  # noqa: E402
 MAX_RATIO = 0.75
 
 
-def ship(lib: Path) -> None:
-    """The host-side helper into lib/, as prepare ships it."""
-    import shutil
-    v = deploy.ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
-    (lib / "sbhost").mkdir(parents=True, exist_ok=True)
-    shutil.copy(v["sbnode"], lib / "sbnode.py")
-    for k in ("proc", "ready", "faulthook"):
-        shutil.copy(v[k], lib / "sbhost" / f"{k}.py")
-    shutil.copy(v["shim"], lib / "sbhost" / "util.py")
-    shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=20)
@@ -48,7 +36,7 @@ def main() -> int:
     try:
         inv = inventory.load(path)
         host = inv.servers[0]
-        ship(Path(host.work_dir) / "lib")
+        deploy.install_hostside(Path(host.work_dir) / "lib")
         url = f"http://{inv.servers[1].address}:1/"
         helper = f"python3 {shlex.quote(str(Path(host.work_dir) / 'lib' / 'sbnode.py'))} http "
         req = shlex.quote(json.dumps({"method": "GET", "url": url, "timeout": 2}))

@@ -19,17 +19,17 @@ PY = shutil.which("python3", path="/usr/bin:/bin")
 
 @pytest.fixture()
 def shipped(tmp_path):
-    v = deploy.ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
-    lib = tmp_path / "lib"
-    (lib / "sbhost").mkdir(parents=True)
-    shutil.copy(v["sbnode"], lib / "sbnode.py")
-    shutil.copy(v["proc"], lib / "sbhost" / "proc.py")
-    shutil.copy(v["ready"], lib / "sbhost" / "ready.py")
-    shutil.copy(v["faulthook"], lib / "sbhost" / "faulthook.py")  # sbnode stop heals a partition with it
-    shutil.copy(v["faultfs"], lib / "sbhost" / "faultfs.py")  # power-loss mounts
-    shutil.copy(v["shim"], lib / "sbhost" / "util.py")
-    shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
-    return lib
+    return deploy.install_hostside(tmp_path / "lib")
+
+
+def test_the_layout_tests_use_is_the_one_prepare_ships():
+    """deploy.HOSTSIDE_LAYOUT (what tests and benches lay out) and the prepare role's copy task name the same files."""
+    import yaml
+
+    tasks = yaml.safe_load((deploy.HERE / "ansible" / "roles" / "prepare" / "tasks" / "main.yml").read_text())
+    copy = next(t for t in tasks if str(t.get("name", "")).startswith("host-side helper"))
+    shipped = {i["src"].split("hostside.")[1].rstrip(" }"): i["dest"].split("/lib/", 1)[1] for i in copy["loop"]}
+    assert shipped == deploy.HOSTSIDE_LAYOUT
 
 
 def _sb(lib, *args):

@@ -55,18 +55,6 @@ def web():
         srv.server_close()
 
 
-def _ship(lib):
-    """The host-side helper into lib/ as prepare ships it."""
-    v = deploy.ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
-    (lib / "sbhost").mkdir(parents=True)
-    shutil.copy(v["sbnode"], lib / "sbnode.py")
-    for k in ("proc", "ready", "faulthook"):
-        shutil.copy(v[k], lib / "sbhost" / f"{k}.py")
-    shutil.copy(v["shim"], lib / "sbhost" / "util.py")
-    shutil.copy(v["init"], lib / "sbhost" / "__init__.py")
-    return lib
-
-
 @pytest.fixture(autouse=True)
 def _no_control_sockets_left():
     """The sender shares one ssh connection (a control socket in the instance's control_path_dir): removed after."""
@@ -77,7 +65,7 @@ def _no_control_sockets_left():
 def _hosts(tmp_path, sshd, port=None):
     """An inventory at the local sshd with the host-side helper where prepare puts it on server-1."""
     doc = inventory_doc(tmp_path, sshd, port=port)
-    lib = _ship(tmp_path / "hosts" / "server-1" / "opt" / "streambench" / "lib")
+    lib = deploy.install_hostside(tmp_path / "hosts" / "server-1" / "opt" / "streambench" / "lib")
     f = tmp_path / "inventory.json"
     f.write_text(json.dumps(doc))
     return load(f), lib
@@ -117,7 +105,7 @@ def test_an_unreachable_server_host_is_no_answer_naming_the_host(sshd, tmp_path,
 
 @pytest.mark.skipif(PY is None, reason="no system python3")
 def test_the_helper_refuses_a_request_that_is_not_one_in_one_line(tmp_path):
-    lib = _ship(tmp_path / "lib")
+    lib = deploy.install_hostside(tmp_path / "lib")
     for bad in ("not json", json.dumps({"url": "http://127.0.0.1:1/"})):
         r = subprocess.run([PY, "-I", str(lib / "sbnode.py"), "http", bad], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and r.stderr.startswith("sbnode: error: http: REQUEST must be a JSON object"), r.stderr
