@@ -78,7 +78,8 @@ def login_user_name(lab_id: str) -> str:
 
 
 def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None = None,
-         login_user: bool = False, sudo: str = "nopasswd", ec2_like: bool = False) -> dict[str, Any]:
+         login_user: bool = False, sudo: str = "nopasswd", ec2_like: bool = False,
+         unbooted: bool = False) -> dict[str, Any]:
     """Every name and address lab lab_id will use; written to state.json before anything is made. With login_user
     the hosts are reached as a user of their own (not root) who escalates with sudo as on a rented machine: sudo
     `nopasswd` (as on EC2), or `none` (no sudo rights: what prepare must refuse in one line)."""
@@ -109,7 +110,7 @@ def plan(lab_id: str, servers: int, clients: int, subnet: str, base: Path | None
                            "peer": f"{PREFIX}{lab_id}-ctlb", "address": str(ctl_net.network_address + 1)},
             **({"ec2Like": {"publicSubnet": str(public), "publicBridge": f"bp{lab_id}",
                             "table": f"sblab_{lab_id}"}} if public else {}),
-            "hosts": hosts, "createdAt": now(), "pid": os.getpid(),
+            "hosts": hosts, "createdAt": now(), "pid": os.getpid(), "unbooted": unbooted,
             **({"loginUser": {"name": login_user_name(lab_id), "home": str(d / "home"), "sudo": sudo,
                               "sudoers": str(SUDOERS_DIR / f"streambench-lab-{lab_id}")}} if login_user else {})}
 
@@ -198,6 +199,10 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
     for ns in wanted:
         if ns in existing:
             _ip("netns", "delete", ns)
+    # the loop devices of booted hosts (their xfs mounts ended with the hosts' mount namespaces above)
+    if d.is_dir():
+        for rec in sorted((d / "boot").glob("*.json")) if (d / "boot").is_dir() else []:
+            _release_disks(rec, log)
     left = [n for n in netns_list() if n.startswith(mine)]
     if left:
         raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
@@ -312,13 +317,17 @@ def _keygen(path: Path, comment: str) -> None:
 
 def up(lab_id: str, servers: int = 3, clients: int = 1, subnet: str = "10.77.0.0/24", base: Path | None = None,
        log=print, timeout: float = 30, login_user: bool = False, sudo: str = "nopasswd",
-       ec2_like: bool = False) -> Path:
+       ec2_like: bool = False, unbooted: bool = False) -> Path:
     """Make the lab and write its inventory; returns the inventory's path. A stale lab of the same id is
     removed first; a failure removes everything made so far. With login_user and ec2_like, see plan() and the
-    module's docstring."""
+    module's docstring. With unbooted (an EC2-like lab only) the hosts' networks are made but nothing runs on
+    them: each host starts, as an instance does, when boot() is called for it (the AWS rehearsal)."""
+    if unbooted and not ec2_like:
+        raise TestbedError("lab: unbooted hosts are for an EC2-like lab (--ec2-like) only")
     if not Path(SSHD).exists():
         raise TestbedError(f"lab: {SSHD} not found (Debian package openssh-server, env/apt-packages.txt)")
-    p = plan(lab_id, servers, clients, subnet, base, login_user=login_user, sudo=sudo, ec2_like=ec2_like)
+    p = plan(lab_id, servers, clients, subnet, base, login_user=login_user, sudo=sudo, ec2_like=ec2_like,
+             unbooted=unbooted)
     d = Path(p["dir"])
     if (d / "state.json").exists() or any(n.startswith(f"{PREFIX}-{lab_id}-") for n in netns_list()) \
             or (SUDOERS_DIR / f"streambench-lab-{lab_id}").exists():
@@ -384,6 +393,8 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
         # as / is): prepare makes the rest with sudo, as on a rented machine
         for sub in (("",) if p.get("loginUser") else ("opt/streambench", "data/journal", "data/ledger", "data/log")):
             (root / sub).mkdir(parents=True, exist_ok=True)
+        if p.get("unbooted"):
+            continue  # sshd, host key and root come with boot()
         hostkey = keys / f"host-{name}"
         _keygen(hostkey, f"{name}.lab-{p['id']}")
         if not ec2:  # an EC2-like lab's controller learns the keys on first contact (accept-new)
@@ -400,7 +411,7 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
     (keys / "known_hosts").write_text("".join(f"{k}\n" for k in known))
     # wait until every sshd accepts connections (from the controller namespace, at the address ssh will use)
     deadline = time.monotonic() + timeout
-    for h in p["hosts"]:
+    for h in ([] if p.get("unbooted") else p["hosts"]):
         addr = h.get("publicAddress") or h["address"]
         while not _port_open(ctl["netns"], addr, 22):
             if time.monotonic() > deadline:
@@ -409,6 +420,178 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
             time.sleep(0.2)
     atomic_write_json(d / "inventory.json", inventory_doc(p, d))
     inv_mod.load(d / "inventory.json")  # what we wrote must pass our own checks
+
+
+# --- late boot (an unbooted EC2-like lab's hosts: the AWS rehearsal) ---------------------------------------
+# An instance of the rehearsal is a lab host that boots when the emulator's instance is bound to it: after a delay
+# its sshd starts with a new host key and the key pair's public key, then its user data (testbeds/aws/userdata.sh,
+# unchanged) runs as root, as cloud-init runs it. The host gets its own /etc, /var and /opt (overlays on this
+# machine's, upper layers under the host's directory) and /mnt, in its mount namespace only (the one `ip netns exec`
+# makes for the boot process, which sshd and everything started over ssh inherit), so the user data's absolute
+# paths (/mnt/data-N, /etc/fstab, /etc/security/limits.d, /var/lib/streambench) are the host's own. Its
+# instance-store disks are loop devices over sparse files, described by a made-up sysfs tree (the script's
+# SB_SYSFS: model "Amazon EC2 NVMe Instance Storage", PCI addresses, sizes, beside an EBS root disk it must skip)
+# and device links (SB_DEV); the user data formats them xfs and mounts them. Its power-off timer is recorded by a
+# stand-in systemd-run, not set. power_off() ends the host: every process in its namespace (the mount namespace and
+# its mounts go with them), its loop devices (by the device and file recorded in boot/HOST.json), its directory.
+BOOT_SCRIPT = """\
+#!/bin/bash
+# boot of lab host {name} (testbeds/lab.py boot): power-on to the end of the user data
+set -u
+hostname {name}
+sleep {delay}
+H={hostdir}
+for d in etc var opt; do
+  mkdir -p "$H/overlay/$d.up" "$H/overlay/$d.work"
+  mount -t overlay sblab -o "lowerdir=/$d,upperdir=$H/overlay/$d.up,workdir=$H/overlay/$d.work" "/$d" || exit 1
+done
+mkdir -p "$H/mnt" && mount --bind "$H/mnt" /mnt || exit 1
+{sshd} -f {conf} -E {sshdlog} || exit 1
+mkdir -p /var/log
+SB_SYSFS="$H/sys" SB_DEV="$H/dev" PATH="$H/stub:$PATH" bash {userdata} > /var/log/cloud-init-output.log 2>&1
+echo "user data ended: $?"
+"""
+STUB_SYSTEMD_RUN = """\
+#!/bin/sh
+# the lab's systemd-run (testbeds/lab.py boot): the user data's power-off timer is recorded here, never set
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $*" >> {record}
+"""
+EBS_MODEL = "Amazon Elastic Block Store"
+INSTANCE_STORE_MODEL = "Amazon EC2 NVMe Instance Storage"
+
+
+def _host_of(p: dict[str, Any], name: str) -> dict[str, Any]:
+    for h in p["hosts"]:
+        if h["name"] == name:
+            return h
+    raise TestbedError(f"lab {p['id']}: no host {name}")
+
+
+def booted(lab_id: str, base: Path | None = None) -> list[str]:
+    """The hosts of lab lab_id that boot() started and power_off() has not ended."""
+    d = lab_dir(lab_id, base) / "boot"
+    return sorted(f.stem for f in d.glob("*.json")) if d.is_dir() else []
+
+
+def _release_disks(rec_path: Path, log=print) -> None:
+    """Detach the loop devices a boot record names (each only while it still maps the recorded file) and delete
+    their files, then the record."""
+    try:
+        rec = json.loads(rec_path.read_text())
+    except (OSError, ValueError):
+        rec_path.unlink(missing_ok=True)
+        return
+    for disk in rec.get("disks", []):
+        dev, f = disk.get("device"), disk["file"]
+        if dev:
+            res = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE", dev],
+                                 capture_output=True, text=True)
+            fields = res.stdout.split()
+            if res.returncode == 0 and len(fields) >= 2 and Path(fields[1]).resolve() == Path(f).resolve():
+                # busy (an xfs mount not yet gone with its namespace): the kernel detaches it when released
+                subprocess.run(["losetup", "--detach", dev], capture_output=True)
+        Path(f).unlink(missing_ok=True)
+    rec_path.unlink(missing_ok=True)
+    log(f"lab: host {rec.get('host')}: powered off ({len(rec.get('disks', []))} disk(s) released)")
+
+
+def boot(lab_id: str, name: str, *, authorized_key: str, user_data: str, disks: int = 0, disk_gb: float = 2,
+         delay_s: float = 0, base: Path | None = None) -> dict[str, Any]:
+    """Start host `name` of an unbooted lab as an instance boots (see above); returns its boot record. The host
+    answers ssh after delay_s; the user data writes its completion marker when it ends."""
+    d = lab_dir(lab_id, base)
+    p = json.loads((d / "state.json").read_text())
+    if not p.get("unbooted"):
+        raise TestbedError(f"lab {lab_id}: its hosts booted with the lab (not made with unbooted)")
+    h = _host_of(p, name)
+    rec_path = d / "boot" / f"{name}.json"
+    if rec_path.exists():
+        raise TestbedError(f"lab {lab_id}: host {name} is running already")
+    (d / "boot").mkdir(exist_ok=True)
+    hd = d / "hosts" / name
+    if hd.exists():
+        shutil.rmtree(hd)
+    for sub in ("sys/block", "dev", "stub", "overlay", "mnt"):
+        (hd / sub).mkdir(parents=True, exist_ok=True)
+    rec: dict[str, Any] = {"host": name, "netns": h["netns"], "disks": [], "bootedAt": now()}
+    atomic_write_json(rec_path, rec)  # before any device exists: power_off and down find everything from here
+    try:
+        # the made-up sysfs: an EBS root disk first (the user data must skip it), then the instance-store disks
+        size = int(disk_gb * 1024 ** 3)
+        for i in range(disks + 1):
+            model = EBS_MODEL if i == 0 else INSTANCE_STORE_MODEL
+            ctrl = hd / "sys" / "devices" / "pci0000:00" / f"0000:00:{0x04 + i:02x}.0" / "nvme" / f"nvme{i}"
+            ctrl.mkdir(parents=True)
+            (ctrl / "model").write_text(f"{model:<40}\n")
+            blk = hd / "sys" / "block" / f"nvme{i}n1"
+            blk.mkdir()
+            (blk / "device").symlink_to(ctrl)
+            (blk / "size").write_text(f"{size // 512}\n")
+            if i == 0:
+                continue
+            img = d / "disks" / f"{name}-{i}.img"
+            img.parent.mkdir(exist_ok=True)
+            with open(img, "wb") as fh:
+                fh.truncate(size)
+            rec["disks"].append({"file": str(img), "device": None})
+            atomic_write_json(rec_path, rec)
+            dev = run(["losetup", "--find", "--show", str(img)], what=f"lab: loop device for {name}").stdout.strip()
+            rec["disks"][-1]["device"] = dev
+            atomic_write_json(rec_path, rec)
+            (hd / "dev" / f"nvme{i}n1").symlink_to(dev)
+        stub = hd / "stub" / "systemd-run"
+        stub.write_text(STUB_SYSTEMD_RUN.format(record=hd / "poweroff-timer"))
+        stub.chmod(0o755)
+        keys = d / "keys"
+        hostkey = keys / f"host-{name}"
+        for f in (hostkey, hostkey.with_suffix(".pub")):
+            f.unlink(missing_ok=True)
+        _keygen(hostkey, f"{name}.lab-{lab_id}")  # a new instance, a new host key
+        authorized = keys / f"authorized-{name}"
+        authorized.write_text(authorized_key.strip() + "\n")
+        conf = d / "sshd" / f"{name}.conf"
+        listen = "\n".join(f"ListenAddress {a}" for a in (h["address"], h.get("publicAddress")) if a)
+        conf.write_text(SSHD_CONFIG.format(name=name, listen=listen, hostkey=hostkey,
+                                           pidfile=d / "sshd" / f"{name}.pid", authorized=authorized))
+        ud = d / "boot" / f"{name}.userdata"
+        ud.write_text(user_data)
+        script = d / "boot" / f"{name}.sh"
+        script.write_text(BOOT_SCRIPT.format(name=name, delay=max(0.0, delay_s), hostdir=hd, sshd=SSHD, conf=conf,
+                                             sshdlog=d / "sshd" / f"{name}.log", userdata=ud))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        with open(d / "boot" / f"{name}.log", "ab") as out:
+            proc = subprocess.Popen(["ip", "netns", "exec", h["netns"], "unshare", "--uts", "bash", str(script)],
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        rec["bootPid"] = proc.pid
+        atomic_write_json(rec_path, rec)
+    except BaseException:
+        power_off(lab_id, name, base, log=lambda m: None)
+        raise
+    return rec
+
+
+def power_off(lab_id: str, name: str, base: Path | None = None, log=print) -> bool:
+    """End host `name` of an unbooted lab (as terminating its instance): its processes, mounts, loop devices and
+    directory; it can boot() again. False when it was not running."""
+    d = lab_dir(lab_id, base)
+    p = json.loads((d / "state.json").read_text())
+    h = _host_of(p, name)
+    rec_path = d / "boot" / f"{name}.json"
+    if h["netns"] in netns_list():
+        _kill_all(h["netns"])
+    _reap()
+    was = rec_path.exists()
+    if was:
+        _release_disks(rec_path, log)
+    hd = d / "hosts" / name
+    if hd.exists():
+        shutil.rmtree(hd)
+    hd.mkdir(parents=True)
+    for f in (d / "keys" / f"host-{name}", d / "keys" / f"host-{name}.pub", d / "keys" / f"authorized-{name}",
+              d / "sshd" / f"{name}.pid"):
+        f.unlink(missing_ok=True)
+    return was
 
 
 def _public_firewall(ns: str, table: str, public_if: str) -> None:

@@ -9,6 +9,9 @@
                                             failed.json and write a failed stub to PATH (the workflow goes on)
   down [--run-id ID] [--fleet s000]         remove everything tagged with the run (safe to re-run)
   leftovers [--run-id ID]                   list what still carries the run's tag
+  rehearse -- COMMAND...                    (profile aws-rehearsal) run COMMAND as the controller of an EC2-like lab
+                                            behind moto's server, then tear down and check that nothing is left
+                                            (testbeds/aws/rehearsal.py)
 
 The config is the Snakemake config of the profile (env/config.yaml + env/profiles/<profile>/config.yaml,
 checked and filled in by env/configcheck.py), or the checked config a Snakemake job hands down.
@@ -80,6 +83,8 @@ def main(argv=None) -> int:
     st.add_argument("--log", type=Path, default=None, help="the step's log (its last line names a failure) and the"
                     " teardown's")
     st.add_argument("command", nargs=argparse.REMAINDER, help="-- then the shell command of the step")
+    rh = sub.add_parser("rehearse")
+    rh.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command (e.g. snakemake --profile aws-rehearsal all)")
     for name in ("down", "leftovers"):
         d = sub.add_parser(name)
         d.add_argument("--run-id", help="default: config aws.run_id, else data/runs/aws/run-id")
@@ -102,6 +107,12 @@ def main(argv=None) -> int:
                 raise AwsError("step: no command after --")
             rid = args.run_id or provision.run_id(aws, create=False)
             return provision.fleet_step(config, args.fleet, rid, args.step, args.output, " ".join(command), args.log)
+        if args.cmd == "rehearse":
+            from testbeds.aws import rehearsal
+            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not command:
+                raise AwsError("rehearse: no command after --")
+            return rehearsal.rehearse(aws, command, say=lambda m: print(m, file=sys.stderr, flush=True))
         if args.cmd == "up":
             rid = args.run_id or provision.run_id(aws, create=True)
             log = args.log or ROOT / "logs" / "aws" / rid / f"up-{args.fleet}.log"

@@ -27,9 +27,10 @@ from pathlib import Path
 import jsonschema
 
 from testbeds import hooks
-from testbeds.aws import plan
+from testbeds.aws import plan, rehearsal
 from testbeds.aws.plan import ROOT, AwsError
 from testbeds.remote import control_path_dir, remove_control_dirs
+from testbeds.util import TestbedError
 
 HERE = Path(__file__).resolve().parent
 INVENTORY_SCHEMA = ROOT / "testbeds" / "inventory.schema.json"
@@ -81,6 +82,8 @@ def ensure_key(rid: str) -> Path:
 def caller_cidr(aws: dict) -> str:
     if aws.get("ssh_cidr"):
         return aws["ssh_cidr"]
+    if rehearsal.enabled(aws):  # the rehearsal's controller: its address on the lab's "public" network
+        return rehearsal.controller_cidr(aws)
     try:
         with urllib.request.urlopen("https://checkip.amazonaws.com", timeout=10) as r:
             ip = r.read().decode().strip()
@@ -89,6 +92,14 @@ def caller_cidr(aws: dict) -> str:
     if not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", ip):
         raise AwsError(f"config aws.ssh_cidr: null, and checkip.amazonaws.com answered '{ip[:40]}'; set it")
     return f"{ip}/32"
+
+
+def _note(log: Path | None, msg: str) -> None:
+    """One timestamped line in a step's log."""
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as fh:
+            fh.write(f"{datetime.now(timezone.utc).isoformat()} {msg}\n")
 
 
 # ------------------------------------------------------------------------------------------- user data
@@ -208,6 +219,18 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
         made = json.loads(Path(variables["out"]).read_text())
     inventory = make_inventory(fleet, rid, made, key, aws)
     inventory_out = Path(inventory_out)
+    if rehearsal.enabled(aws):
+        # the rehearsal: each instance the emulator made boots as a host of the EC2-like lab (testbeds/aws/rehearsal.py)
+        try:
+            inventory = rehearsal.bind(aws, fleet, rid, inventory,
+                                       {r: user_data(fleet, r, lifetime) for r in ("server", "client")},
+                                       key.with_suffix(".pub").read_text(), log=lambda m: _note(log, m))
+        except (AwsError, TestbedError) as exc:
+            try:
+                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
+            except AwsError as exc2:
+                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            raise AwsError(str(exc)) from None
     if wait:
         # "running" is not "ready": sshd, the login key and the user data (disks, limits) come later
         try:
@@ -389,6 +412,8 @@ def down(config_or_aws: dict, rid: str, log: Path, fleet: str | None = None,
     for attempt in range(6):
         left = leftovers(session, rid, fleet, placement)
         if not left:
+            if rehearsal.enabled(aws):  # the terminated instances' lab hosts power off with them
+                rehearsal.release(aws, rid, fleet, log=lambda m: _note(log, m))
             return before
         time.sleep(min(5 * (attempt + 1), 20))
     raise AwsError(f"aws down {rid}: still tagged after teardown: "

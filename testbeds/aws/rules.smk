@@ -36,6 +36,12 @@ if config["testbed"] == "aws":
     from testbeds.aws import provision as _aws_prov
 
     AWS = config["aws"]
+    # the rehearsal (profile aws-rehearsal) needs its lab and emulator: outside the wrapper, one line saying how
+    if AWS.get("rehearsal") is not None and not (os.environ.get("STREAMBENCH_REHEARSAL_LAB")
+                                                 or os.environ.get("STREAMBENCH_REHEARSAL_PRESTAGE")):
+        print("aws: aws.rehearsal is set: run it as `env/shell python -m testbeds.aws --profile aws-rehearsal rehearse"
+              " -- snakemake --profile aws-rehearsal all` (the wrapper makes the lab and the emulator)", file=_aws_sys.stderr)
+        _aws_sys.exit(1)
     try:
         _AWS_BY_FLEET, _AWS_ROWS, _AWS_PRICES = _aws_plan.plan_from_config(config, runs=WL_RUNS)
     except _aws_plan.AwsError as _aws_error:
@@ -220,6 +226,8 @@ if config["testbed"] == "aws":
             _aws_prov.RUN_ID_FILE.write_text(AWS_RUN_ID + "\n")
 
     def _aws_teardown(why):
+        if os.environ.get("STREAMBENCH_REHEARSAL_PRESTAGE"):
+            return  # the rehearsal's first call (distributions and runner, testbeds/aws/rehearsal.py) made nothing
         shell(f"python -m testbeds.aws down --run-id {AWS_RUN_ID} || echo 'aws: teardown after {why} failed;"
               f" run: python -m testbeds.aws down --run-id {AWS_RUN_ID}' >&2")
 

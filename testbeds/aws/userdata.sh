@@ -10,10 +10,12 @@
 #    atomically, readable by the login user). The controller waits for it with status 0 before Ansible starts
 #    (testbeds/remote.py wait_for_hosts).
 # SB_SYSFS, SB_DRYRUN: the tests run the disk discovery against a made-up sysfs tree and only print the commands;
-# SB_STATE: the directory of the completion marker (the tests' own; with SB_DRYRUN and no SB_STATE none is written).
+# SB_STATE: the directory of the completion marker (the tests' own; with SB_DRYRUN and no SB_STATE none is written);
+# SB_DEV: where the disks' device nodes are (the AWS rehearsal's lab hosts: links to loop devices; testbeds/lab.py).
 set -euo pipefail
 SYSFS=${SB_SYSFS:-/sys}
 STATE=${SB_STATE:-/var/lib/streambench}
+DEV=${SB_DEV:-/dev}
 run() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ $*"; else "$@"; fi; }
 append() { if [ -n "${SB_DRYRUN:-}" ]; then echo "+ append to $1: $2"; else echo "$2" >> "$1"; fi; }
 finished() {
@@ -56,7 +58,7 @@ fi
 run mkdir -p /etc/streambench
 json="["
 for i in $(seq 1 "$WANT"); do
-  dev=/dev/${disks[$((i - 1))]}
+  dev=$DEV/${disks[$((i - 1))]}
   mnt=/mnt/data-$i
   run mkfs.xfs -f "$dev"
   run mkdir -p "$mnt"
