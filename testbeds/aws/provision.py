@@ -219,6 +219,10 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
         made = json.loads(Path(variables["out"]).read_text())
     inventory = make_inventory(fleet, rid, made, key, aws)
     inventory_out = Path(inventory_out)
+    # new instances, new host keys: what the fleet's known_hosts learned from instances of an earlier bring-up (one
+    # torn down after an error, then brought up again) is void, and an address given back and handed out again
+    # would otherwise be refused as a changed key
+    Path(inventory["ssh"]["knownHosts"]).unlink(missing_ok=True)
     if rehearsal.enabled(aws):
         # the rehearsal: each instance the emulator made boots as a host of the EC2-like lab (testbeds/aws/rehearsal.py)
         try:
