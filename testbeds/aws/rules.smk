@@ -223,7 +223,7 @@ if config["testbed"] == "aws":
             raise WorkflowError(f"aws: {exc}")
         if not AWS.get("run_id") and not _aws_prov.RUN_ID_FILE.exists():
             _aws_prov.RUN_ID_FILE.parent.mkdir(parents=True, exist_ok=True)
-            _aws_prov.RUN_ID_FILE.write_text(AWS_RUN_ID + "\n")
+            _aws_prov.RUN_ID_FILE.write_text(f"{AWS_RUN_ID}\n")
 
     def _aws_teardown(why):
         if os.environ.get("STREAMBENCH_REHEARSAL_PRESTAGE"):
