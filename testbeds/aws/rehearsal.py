@@ -20,7 +20,9 @@ What it stands in for, and how:
 When the command ends, however it ends, whatever is still tagged in the emulator is torn down (as the workflow's
 onerror handler would), the emulator's state is checked to be back to its initial state (no instance not
 terminated, no VPC, key pair, security group but the defaults), the emulator is stopped and the lab removed (its
-hosts, namespaces, loop devices, login user). The exit status is the command's, or 1 when anything was left.
+hosts, namespaces, loop devices, login user). The exit status is the command's, or 1 when anything was left. After a
+success the run's data move under data/rehearsal/<time>/; after a failure or Ctrl-C they stay, and the same command
+resumes as a real aws run does after an error (rehearse()).
 
 A fleet's hosts share the lab's one private bridge with the other fleet's (in EC2 each fleet has its own VPC); the
 controller reaching only tcp/22 of the public addresses is what the rehearsal checks.
@@ -207,25 +209,34 @@ def prestage_targets() -> list[str]:
 
 AWS_DATA = ("data/runs/aws", "data/raw/aws", "logs/aws")
 ARCHIVE = "data/rehearsal"
+MARK = "data/runs/aws/rehearsal.json"  # written by the wrapper: the aws data here are a rehearsal's
 
 
 def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str = LAB_ID, say=print) -> int:
     """Make the lab and the emulator, run `command` as the controller, then tear down and check (module docstring).
-    The rehearsal writes where a real aws run does (data/runs/aws, data/raw/aws, logs/aws): it refuses to start
-    while any of them exists, and afterwards moves them under data/rehearsal/<time>/, so that a real run later
-    starts clean and never takes a rehearsal's result for its own."""
+    The rehearsal writes where a real aws run does (data/runs/aws, data/raw/aws, logs/aws), marked as its own
+    (data/runs/aws/rehearsal.json); it refuses to start over a real run's data. When the command succeeded and
+    nothing was left, they move under data/rehearsal/<time>/ (a real run later starts clean and never takes a
+    rehearsal's result for its own). Otherwise they stay, and the same command resumes as a real aws run does after
+    an error: the fleets the teardown marked are brought up anew (a new emulator, new lab hosts), the runs already
+    recorded are kept."""
     from testbeds import lab
-    from testbeds.util import TestbedError
+    from testbeds.util import TestbedError, atomic_write_json
     if not enabled(aws):
         raise AwsError("rehearse: the profile's config has no aws.rehearsal (use --profile aws-rehearsal)")
     there = [d for d in AWS_DATA if (ROOT / d).exists()]
-    if there:
-        raise AwsError(f"rehearse: {there[0]} exists (a real aws run's or an earlier rehearsal's): move it away first;"
-                       f" the rehearsal writes there")
+    resuming = bool(there) and (ROOT / MARK).is_file()
+    if there and not resuming:
+        raise AwsError(f"rehearse: {there[0]} exists and is not a rehearsal's (no {MARK}): a real aws run's data;"
+                       " move it away first, the rehearsal writes there")
+    if resuming:
+        say(f"rehearse: resuming the rehearsal recorded in {MARK} (its fleets come up anew, its recorded runs are kept)")
+    else:
+        atomic_write_json(ROOT / MARK, {"rehearsal": True, "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     servers, clients = lab_size(aws)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     moto_holder: list[subprocess.Popen] = []  # the emulator, once started
-    rc, clean = 1, True
+    rc, clean = 1, False
     # Ctrl-C and TERM reach the command (this terminal's process group); here they wait for its end and the teardown
     old = {s: signal.signal(s, lambda signum, frame: None) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -246,15 +257,18 @@ def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str =
             clean = False
         for sig, h in old.items():
             signal.signal(sig, h)
-        moved = []
-        for d in AWS_DATA:
-            if (ROOT / d).exists():
-                dest = ROOT / ARCHIVE / stamp / d
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                (ROOT / d).rename(dest)
-                moved.append(d)
-        if moved:
+        if rc == 0 and clean:
+            moved = []
+            for d in AWS_DATA:
+                if (ROOT / d).exists():
+                    dest = ROOT / ARCHIVE / stamp / d
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    (ROOT / d).rename(dest)
+                    moved.append(d)
             say(f"rehearse: {', '.join(moved)} moved under {ARCHIVE}/{stamp}/")
+        else:
+            say(f"rehearse: {', '.join(d for d in AWS_DATA if (ROOT / d).exists())} kept: the same command resumes"
+                f" (or move them away to start over)")
     return rc if clean else (rc or 1)
 
 
