@@ -200,9 +200,8 @@ def down(lab_id: str, base: Path | None = None, log=print, keep_dir: bool = Fals
         if ns in existing:
             _ip("netns", "delete", ns)
     # the loop devices of booted hosts (their xfs mounts ended with the hosts' mount namespaces above)
-    if d.is_dir():
-        for rec in sorted((d / "boot").glob("*.json")) if (d / "boot").is_dir() else []:
-            _release_disks(rec, log)
+    for rec in sorted((d / "boot").glob("*.json")):
+        _release_disks(rec, log)
     left = [n for n in netns_list() if n.startswith(mine)]
     if left:
         raise TestbedError(f"lab {lab_id}: namespaces still present after down: {', '.join(left)}")
@@ -311,6 +310,15 @@ Subsystem sftp internal-sftp
 """
 
 
+def _sshd_config(d: Path, h: dict[str, Any], hostkey: Path, authorized: Path) -> Path:
+    """Write host h's sshd config (listening on its private and, on an EC2-like lab, its public address); its path."""
+    conf = d / "sshd" / f"{h['name']}.conf"
+    listen = "\n".join(f"ListenAddress {a}" for a in (h["address"], h.get("publicAddress")) if a)
+    conf.write_text(SSHD_CONFIG.format(name=h["name"], listen=listen, hostkey=hostkey,
+                                       pidfile=d / "sshd" / f"{h['name']}.pid", authorized=authorized))
+    return conf
+
+
 def _keygen(path: Path, comment: str) -> None:
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
 
@@ -400,10 +408,7 @@ def _make(p: dict[str, Any], d: Path, log, timeout: float) -> None:
         if not ec2:  # an EC2-like lab's controller learns the keys on first contact (accept-new)
             known.append(f"{h['address']} {(keys / f'host-{name}.pub').read_text().split(' ')[0]} "
                          f"{(keys / f'host-{name}.pub').read_text().split(' ')[1]}")
-        conf = d / "sshd" / f"{name}.conf"
-        listen = "\n".join(f"ListenAddress {a}" for a in (h["address"], h.get("publicAddress")) if a)
-        conf.write_text(SSHD_CONFIG.format(name=name, listen=listen, hostkey=hostkey,
-                                           pidfile=d / "sshd" / f"{name}.pid", authorized=keys / "authorized_keys"))
+        conf = _sshd_config(d, h, hostkey, keys / "authorized_keys")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
         run(["ip", "netns", "exec", h["netns"], "unshare", "--uts", "sh", "-c",
              'hostname "$1" && exec "$2" -f "$3" -E "$4"', "sh", name, SSHD, str(conf),
@@ -469,8 +474,7 @@ def _host_of(p: dict[str, Any], name: str) -> dict[str, Any]:
 
 def booted(lab_id: str, base: Path | None = None) -> list[str]:
     """The hosts of lab lab_id that boot() started and power_off() has not ended."""
-    d = lab_dir(lab_id, base) / "boot"
-    return sorted(f.stem for f in d.glob("*.json")) if d.is_dir() else []
+    return sorted(f.stem for f in (lab_dir(lab_id, base) / "boot").glob("*.json"))
 
 
 def _release_disks(rec_path: Path, log=print) -> None:
@@ -549,10 +553,7 @@ def boot(lab_id: str, name: str, *, authorized_key: str, user_data: str, disks: 
         _keygen(hostkey, f"{name}.lab-{lab_id}")  # a new instance, a new host key
         authorized = keys / f"authorized-{name}"
         authorized.write_text(authorized_key.strip() + "\n")
-        conf = d / "sshd" / f"{name}.conf"
-        listen = "\n".join(f"ListenAddress {a}" for a in (h["address"], h.get("publicAddress")) if a)
-        conf.write_text(SSHD_CONFIG.format(name=name, listen=listen, hostkey=hostkey,
-                                           pidfile=d / "sshd" / f"{name}.pid", authorized=authorized))
+        conf = _sshd_config(d, h, hostkey, authorized)
         ud = d / "boot" / f"{name}.userdata"
         ud.write_text(user_data)
         script = d / "boot" / f"{name}.sh"

@@ -211,10 +211,7 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
         try:
             _ansible("up.yml", variables, log)
         except AwsError:
-            try:
-                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
-            except AwsError as exc2:
-                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            _down_after_failure(config, rid, log, fleet.name, fleets_dir)
             raise
         made = json.loads(Path(variables["out"]).read_text())
     inventory = make_inventory(fleet, rid, made, key, aws)
@@ -230,20 +227,14 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
                                        {r: user_data(fleet, r, lifetime) for r in ("server", "client")},
                                        key.with_suffix(".pub").read_text(), log=lambda m: _note(log, m))
         except (AwsError, TestbedError) as exc:
-            try:
-                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
-            except AwsError as exc2:
-                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            _down_after_failure(config, rid, log, fleet.name, fleets_dir)
             raise AwsError(str(exc)) from None
     if wait:
         # "running" is not "ready": sshd, the login key and the user data (disks, limits) come later
         try:
             wait_ready(inventory, inventory_out, aws["boot_timeout_minutes"] * 60, log)
         except AwsError:
-            try:
-                down(config, rid, log, fleet=fleet.name, fleets_dir=fleets_dir)
-            except AwsError as exc2:
-                print(f"aws: tearing down after the failed bring-up also failed: {exc2}", file=sys.stderr)
+            _down_after_failure(config, rid, log, fleet.name, fleets_dir)
             raise
     inventory_out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = inventory_out.with_suffix(".tmp")
@@ -259,6 +250,14 @@ def up(config: dict, fleet_name: str, rid: str, inventory_out: Path, log: Path,
     return inventory
 
 
+def _down_after_failure(config: dict, rid: str, log: Path, fleet: str, fleets_dir: Path) -> None:
+    """Tear down a fleet whose bring-up failed; a failing teardown is reported, the bring-up's error is what is raised."""
+    try:
+        down(config, rid, log, fleet=fleet, fleets_dir=fleets_dir)
+    except AwsError as exc:
+        print(f"aws: tearing down after the failed bring-up also failed: {exc}", file=sys.stderr)
+
+
 def wait_ready(inventory: dict, path: Path, deadline_s: float, log: Path | None = None) -> dict[str, float]:
     """Wait until every host of the inventory answers on its SSH port, lets the run's key in (its host key is
     then in the fleet's known_hosts) and has finished its user data (testbeds/remote.py wait_for_hosts); one
@@ -266,14 +265,9 @@ def wait_ready(inventory: dict, path: Path, deadline_s: float, log: Path | None 
     from testbeds import inventory as inv_mod, remote
     from testbeds.util import TestbedError
 
-    def note(msg: str) -> None:
-        if log is not None:
-            with open(log, "a") as fh:
-                fh.write(f"{datetime.now(timezone.utc).isoformat()} {msg}\n")
-
     try:
         inv = inv_mod.check(inventory, path)
-        took = remote.wait_for_hosts(inv, deadline_s, log=note)
+        took = remote.wait_for_hosts(inv, deadline_s, log=lambda m: _note(log, m))
     except (TestbedError, inv_mod.InventoryError) as exc:
         raise AwsError(str(exc)) from None
     return took

@@ -1,6 +1,6 @@
 """The AWS rehearsal: `snakemake --profile aws-rehearsal all` on this machine, through the aws rules unchanged.
 
-    python -m testbeds.aws --profile aws-rehearsal rehearse [--keep-going-on-leftovers] -- snakemake --profile aws-rehearsal all
+    python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile aws-rehearsal all
 
 What it stands in for, and how:
   * the AWS control plane: moto's server on 127.0.0.1 of the controller's network namespace (a free port), with
@@ -155,41 +155,47 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _emulator_env(url: str) -> dict:
+def emulator_env(url: str) -> dict:
+    """The environment that points boto3 and Ansible's amazon.aws modules at moto's server at url (dummy credentials;
+    nothing of the user's AWS configuration is read). Also the AWS testbed's tests' (testbeds/aws/tests/conftest.py)."""
     return {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
             REGION_ENV: "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
             "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent"}
 
 
+def seed_image(ec2) -> None:
+    """An image named like Canonical's, owned by the emulator's account (up.yml finds the AMI by owner and name)."""
+    seed = ec2.run_instances(ImageId="ami-1e749f67", MinCount=1, MaxCount=1, InstanceType="t3.micro")["Instances"][0]
+    ec2.create_image(InstanceId=seed["InstanceId"], Name=AMI_NAME)
+    ec2.terminate_instances(InstanceIds=[seed["InstanceId"]])
+
+
+def emulator_leftovers(ec2) -> dict[str, list[str]]:
+    """What the emulator holds beyond its initial state: instances not terminated, VPCs but the default, key pairs,
+    security groups but the defaults, internet gateways attached or tagged by a run."""
+    out = {
+        "instances": [i["InstanceId"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+                      if i["State"]["Name"] not in ("terminated", "shutting-down")],
+        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")],
+        "key pairs": [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]],
+        "security groups": [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
+                            if g["GroupName"] != "default"],
+        "internet gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]
+                              if not any(a.get("VpcId") for a in g.get("Attachments", []))
+                              or any(t["Key"] == "streambench:run" for t in g.get("Tags", []))],
+    }
+    return {k: v for k, v in out.items() if v}
+
+
 def _in_ns(ns: str, code: str, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Python code run in namespace ns (the controller's: the emulator listens on its loopback)."""
     return subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT)
 
 
-SEED = f"""
-import boto3
-ec2 = boto3.client("ec2")
-seed = ec2.run_instances(ImageId="ami-1e749f67", MinCount=1, MaxCount=1, InstanceType="t3.micro")["Instances"][0]
-ec2.create_image(InstanceId=seed["InstanceId"], Name={AMI_NAME!r})
-ec2.terminate_instances(InstanceIds=[seed["InstanceId"]])
-"""
-# what the emulator holds that the run made: instances not terminated, VPCs, subnets, security groups, key pairs,
-# internet gateways other than the defaults
-STATE = """
-import boto3, json
-ec2 = boto3.client("ec2")
-out = {}
-out["instances"] = [i["InstanceId"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
-                    if i["State"]["Name"] not in ("terminated", "shutting-down")]
-out["vpcs"] = [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")]
-out["key pairs"] = [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]]
-out["security groups"] = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
-                          if g["GroupName"] != "default"]
-out["internet gateways"] = [g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]
-                            if not any(a.get("VpcId") for a in g.get("Attachments", []))
-                            or any(t["Key"] == "streambench:run" for t in g.get("Tags", []))]
-print(json.dumps({k: v for k, v in out.items() if v}))
-"""
+SEED = "import boto3\nfrom testbeds.aws import rehearsal\nrehearsal.seed_image(boto3.client('ec2'))\n"
+STATE = ("import boto3, json\nfrom testbeds.aws import rehearsal\n"
+         "print(json.dumps(rehearsal.emulator_leftovers(boto3.client('ec2'))))\n")
 
 
 def lab_size(aws: dict) -> tuple[int, int]:
@@ -290,7 +296,7 @@ def _rehearse(aws, command, subnet, lid, servers, clients, say, moto_holder) -> 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = lab.lab_dir(lid) / "moto.log"
-    env = {**os.environ, **_emulator_env(url), ENV_LAB: lid}
+    env = {**os.environ, **emulator_env(url), ENV_LAB: lid}
     with open(log_path, "w") as fh:
         moto_holder.append(subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

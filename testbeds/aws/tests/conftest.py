@@ -12,8 +12,9 @@ import urllib.request
 
 import pytest
 
+from testbeds.aws.rehearsal import AMI_NAME, emulator_env as aws_env, seed_image  # noqa: F401 (AMI_NAME, aws_env: the tests import them from here)
+
 REGION = "us-east-1"
-AMI_NAME = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20250101"
 
 
 def _free_port() -> int:
@@ -50,12 +51,6 @@ def moto_server(tmp_path_factory):
             proc.wait()
 
 
-def aws_env(url: str) -> dict:
-    return {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
-            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent"}
-
-
 @pytest.fixture
 def aws(moto_server, monkeypatch, tmp_path):
     """The emulator's environment in this test only, a fresh emulator state, and an Ubuntu-named AMI in it."""
@@ -67,7 +62,5 @@ def aws(moto_server, monkeypatch, tmp_path):
 
     ec2 = boto3.client("ec2", region_name=REGION)
     # an image named like Canonical's, owned by the emulator's account (the AMI lookup must find it by name)
-    seed = ec2.run_instances(ImageId="ami-1e749f67", MinCount=1, MaxCount=1, InstanceType="t3.micro")["Instances"][0]
-    ec2.create_image(InstanceId=seed["InstanceId"], Name=AMI_NAME)
-    ec2.terminate_instances(InstanceIds=[seed["InstanceId"]])
+    seed_image(ec2)
     return ec2
