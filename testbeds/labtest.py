@@ -6,16 +6,19 @@ count); after each fault run no nftables table and no stopped process on any hos
 Ctrl-C'd while its partition is on, which must stop its cluster and leave nothing; then no namespace, sshd, broker
 or runner left. With --ec2-like the lab is as unkind as a fleet (`lab up --ec2-like --login-user`): the controller
 reaches the hosts only over ssh at their public addresses, as a user with sudo, so every check, verification and
-fault client goes through the hosts; the login user must be gone afterwards too.
+fault client goes through the hosts; the login user must be gone afterwards too. With --hosts-profile the plain
+cells are the ci scale's E000-LAT1 runs of `snakemake --profile hosts benchmarks` on the lab's inventory (adopt,
+prepare, probes, the runs: a user's own machines' path), checked by workloads.summary --check.
 
   python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
                              [--faults pulsar:crash-all,kafka:kill-one] [--interrupt kafka:partition-leader@L1]
-                             [--ec2-like]
+                             [--ec2-like] [--hosts-profile]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import pwd
 import shutil
 import signal
 import subprocess
@@ -71,6 +74,61 @@ def _run(module: str, key: str, system: str, tuning: str, args: list[str], out: 
     return rec
 
 
+# `--hosts-profile`: the plain cells go through `snakemake --profile hosts benchmarks`, the path of a user's own
+# machines, with the lab's inventory in place of theirs (docs/hosts.md); its data directories are that profile's own
+HOSTS_DATA = ("data/runs/hosts", "data/raw/hosts", "logs/hosts")
+HOSTS_MARK = "data/runs/hosts/labtest.json"  # marks data/runs/hosts as this check's, so a rerun may replace it
+
+
+def hosts_profile_command(inv_path: Path, systems: list[str]) -> list[str]:
+    """`snakemake --profile hosts benchmarks` on this inventory at the ci scale: the --systems' E000-LAT1 cells (both of
+    the ci scale's levels) after adopt, prepare and the probes at the ci profile's sizes, up to the runs' summary. Not
+    `all`: its analysis and paper write the same files in this directory as the AWS rehearsal's, which env/test runs
+    beside this check (Snakemake would refuse the second workflow), and the ci run and the rehearsal check them. A
+    --config replaces the profile's whole `config:` block (env/profiles/hosts/config.yaml), so the testbed is named
+    again."""
+    return ["snakemake", "--profile", "hosts", "benchmarks", "--config", "testbed=hosts",
+            f"testbeds={{hosts: {{inventory: {inv_path}}}}}",
+            f"workloads={{scale: ci, systems: [{', '.join(systems)}], experiments: [E000-LAT1]}}",
+            "hw_probes={host: controller, dd_size_mb: 16, fio_size_mb: 16, fio_fsync_size_mb: 2, fio_runtime_s: 5}",
+            "analysis={bootstrap_resamples: 200}"]
+
+
+def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tuple[list[str], dict]:
+    """The hosts profile's DAG on the lab: adopt, prepare (every system, as the fault cells need), probes, the runs and
+    their summary, the last cluster stopped. Returns the failures and, per system, its L1 cell's status record. Data of a real
+    `--profile hosts` run are never removed: without this check's mark, data/runs/hosts stops it in one line."""
+    rootp = root()
+    if (rootp / HOSTS_DATA[0]).exists() and not (rootp / HOSTS_MARK).exists():
+        raise TestbedError(f"{HOSTS_DATA[0]}: holds a --profile hosts run that is not this check's ({HOSTS_MARK} "
+                           "is missing); move it away first, the check would replace it")
+    for d in HOSTS_DATA:
+        shutil.rmtree(rootp / d, ignore_errors=True)
+    (rootp / HOSTS_MARK).parent.mkdir(parents=True, exist_ok=True)
+    (rootp / HOSTS_MARK).write_text(json.dumps({"labtest": str(inv_path)}) + "\n")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        rc = subprocess.run(hosts_profile_command(inv_path, systems), cwd=rootp, stdout=log, stderr=subprocess.STDOUT,
+                            timeout=3600).returncode
+    say(f"snakemake --profile hosts benchmarks: exit {rc} in {time.monotonic() - t0:.0f} s (log: {log_path})")
+    failures = [] if rc == 0 else [f"snakemake --profile hosts benchmarks: exit {rc} (log: {log_path})"]
+    bench = rootp / HOSTS_DATA[0] / "benchmarks.json"
+    check = subprocess.run([sys.executable, "-m", "workloads.summary", "--check", str(bench)], cwd=rootp,
+                           capture_output=True, text=True)
+    say(f"workloads.summary --check {HOSTS_DATA[0]}/benchmarks.json: exit {check.returncode}")
+    if check.returncode != 0:
+        failures.append(f"--profile hosts runs: {(check.stderr or check.stdout).strip().splitlines()[-1:]}")
+    records = {}
+    for system in systems:
+        st = rootp / HOSTS_DATA[0] / "status" / system / "L1" / WORKLOAD / "rep-1.json"
+        if st.is_file():
+            records[system] = json.loads(st.read_text())
+        else:
+            failures.append(f"--profile hosts: no status record {st.relative_to(rootp)}")
+    return failures, records
+
+
 def cell(system: str, out: Path, inv_path: Path) -> dict:
     return _run("workloads.run", f"{system}/L1/{WORKLOAD}/rep-1", system, "tuned",
                 ["--workload", WORKLOAD, "--in-experiments", "E000-LAT1"], out, inv_path)
@@ -85,6 +143,30 @@ def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = 
     return _run("workloads.faultrun", f"{system}/{level}+stock/{wl}--{fault}/rep-{rep}", system, "stock",
                 ["--workload", wl, "--fault", fault, "--in-experiments", exp], out, inv_path, level,
                 interrupt_when=interrupt_when)
+
+
+def check_cell(system: str, rec: dict) -> list[str]:
+    """A plain L1 cell on the lab's hosts: ok, 0 lost, 0 duplicated, its result and parts written, and the host
+    sampler attributed the brokers' and the runner's CPU (the hosts' namespaces) and read the brokers' GC logs."""
+    au = rec.get("audit") or {}
+    took = f" in {rec['seconds']} s" if "seconds" in rec else ""
+    say(f"{system} L1: {rec['status']}{took}, sent {au.get('sent')}, lost {au.get('lost')}, "
+        f"duplicated {au.get('duplicated')}" + (f": {rec.get('error', '').splitlines()[0]}"
+                                               if rec["status"] != "ok" else ""))
+    if rec["status"] != "ok" or au.get("lost") != 0 or au.get("duplicated") != 0:
+        return [f"{system} L1 cell: {rec['status']} lost={au.get('lost')} dup={au.get('duplicated')}"]
+    result = root() / rec["result"]
+    if not result.is_file() or not result.with_suffix(".parts").is_dir():
+        return [f"{system} L1 cell: no result or no parts beside {rec['result']}"]
+    host = rec.get("host") or {}
+    say(f"{system} L1: cluster {host.get('clusterCores')} cores, runner {host.get('runnerCores')}, "
+        f"other {host.get('foreignCores')}; max GC pause {rec.get('maxGcPauseMs')} ms")
+    failures = []
+    if not (host.get("clusterCores") or 0) > 0 or not (host.get("runnerCores") or 0) > 0:
+        failures.append(f"{system} L1 cell: the lab's cluster or runner CPU was not attributed: {host}")
+    if rec.get("maxGcPauseMs") is None:
+        failures.append(f"{system} L1 cell: no GC log of the server hosts' brokers was read")
+    return failures
 
 
 def fault_tables(ns: str) -> tuple[list[str], str | None]:
@@ -119,8 +201,18 @@ def server_java(inv) -> list[str]:
 JVM_TMP = ("native*", "vertx-cache-*", "librocksdbjni*", "hsperfdata_sbl*")
 
 
-def tmp_entries() -> set[str]:
-    return {p.name for g in JVM_TMP for p in Path("/tmp").glob(g)}
+def tmp_entries(uid: int | None = None) -> set[str]:
+    """What JVMs leave in /tmp; with `uid`, only what that user owns: an EC2-like lab's JVMs run as its own login
+    user, so another lab's or workflow's beside this check (env/test runs the AWS rehearsal beside it) is not
+    counted as this lab's."""
+    out = set()
+    for p in (p for g in JVM_TMP for p in Path("/tmp").glob(g)):
+        try:
+            if uid is None or p.lstat().st_uid == uid:
+                out.add(p.name)
+        except OSError:  # gone meanwhile
+            pass
+    return out
 
 
 def leftovers(state: dict) -> list[str]:
@@ -128,7 +220,7 @@ def leftovers(state: dict) -> list[str]:
     sockets' directory, what its JVMs put in /tmp."""
     out = [f"namespace {n}" for n in lab.netns_list() if n.startswith(f"{lab.PREFIX}-{state['id']}-")]
     out += [f"ssh control directory {cp}" for cp in control_path_dirs("lab", state["id"])]
-    out += [f"/tmp/{n}" for n in sorted(tmp_entries() - state.get("tmp", set()))]
+    out += [f"/tmp/{n}" for n in sorted(tmp_entries(state.get("uid")) - state.get("tmp", set()))]
     for pid in state.get("pids", []):
         if Path(f"/proc/{pid}").exists():
             try:
@@ -206,6 +298,11 @@ def main(argv=None) -> int:
                     help="the lab as a fleet is (lab up --ec2-like --login-user): the controller has no route to the "
                          "hosts' private addresses, logs in as a user with sudo, knows no host key; every check, "
                          "verification and fault client goes through the hosts")
+    ap.add_argument("--hosts-profile", action="store_true",
+                    help="prepare the hosts and run the --systems' plain cells through `snakemake --profile hosts "
+                         "benchmarks` on the lab's inventory (a user's own machines' path: adopt, prepare, probes, the "
+                         "ci scale's E000-LAT1), its runs checked by workloads.summary --check, instead of one "
+                         "workloads.run cell each")
     a = ap.parse_args(argv)
     # SYSTEM:FAULT[@LEVEL] (L1 unless given): every L1 cell must lose nothing; another level's count is reported
     faults = [(x.split(":", 1)[0], *(x.split(":", 1)[1].split("@", 1) + ["L1"])[:2]) for x in a.faults.split(",") if x]
@@ -216,33 +313,26 @@ def main(argv=None) -> int:
     try:
         inv_path = lab.up(a.id, 3, 1, a.subnet, log=say, login_user=a.ec2_like, ec2_like=a.ec2_like)
         inv = load(inv_path)
+        if a.ec2_like:  # its JVMs' files in /tmp are the login user's (looked up now: lab down removes the user)
+            seen["uid"] = pwd.getpwnam(lab.login_user_name(a.id)).pw_uid
         d = Path(inv.provider["dir"])
         seen["pids"] += [int(Path(f).read_text().split()[0]) for f in inv.provider["sshdPidFiles"].values()]
         tp = time.monotonic()
         systems = ",".join(dict.fromkeys([s for s in a.systems.split(",") if s] + [s for s, _, _ in faults]))
-        subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path), "--systems",
-                        systems], check=True, cwd=root(), timeout=1800)
-        say(f"prepared in {time.monotonic() - tp:.0f} s")
-        for system in [s for s in a.systems.split(",") if s]:
-            rec = cell(system, a.out, inv_path)
-            au = rec.get("audit") or {}
-            say(f"{system} L1: {rec['status']} in {rec['seconds']} s, sent {au.get('sent')}, lost {au.get('lost')}, "
-                f"duplicated {au.get('duplicated')}" + (f": {rec.get('error', '').splitlines()[0]}"
-                                                       if rec["status"] != "ok" else ""))
-            if rec["status"] != "ok" or au.get("lost") != 0 or au.get("duplicated") != 0:
-                failures.append(f"{system} L1 cell: {rec['status']} lost={au.get('lost')} dup={au.get('duplicated')}")
-            elif not Path(rec["result"]).is_file() or not Path(rec["result"]).with_suffix(".parts").is_dir():
-                failures.append(f"{system} L1 cell: no result or no parts beside {rec['result']}")
-            else:
-                # the host sampler sees the hosts' namespaces: the brokers' and the runner's CPU are theirs, not
-                # "other work", and the brokers' GC logs on the server hosts are read
-                host = rec.get("host") or {}
-                say(f"{system} L1: cluster {host.get('clusterCores')} cores, runner {host.get('runnerCores')}, "
-                    f"other {host.get('foreignCores')}; max GC pause {rec.get('maxGcPauseMs')} ms")
-                if not (host.get("clusterCores") or 0) > 0 or not (host.get("runnerCores") or 0) > 0:
-                    failures.append(f"{system} L1 cell: the lab's cluster or runner CPU was not attributed: {host}")
-                if rec.get("maxGcPauseMs") is None:
-                    failures.append(f"{system} L1 cell: no GC log of the server hosts' brokers was read")
+        if not a.hosts_profile:
+            subprocess.run([sys.executable, "-m", "testbeds", "prepare", "--inventory", str(inv_path), "--systems",
+                            systems], check=True, cwd=root(), timeout=1800)
+            say(f"prepared in {time.monotonic() - tp:.0f} s")
+        plain = [s for s in a.systems.split(",") if s]
+        if a.hosts_profile:
+            found, records = hosts_profile_run(inv_path, plain, a.out / "logs" / "hosts-profile.log")
+            failures += found
+            # the workflow stopped every cluster it started: the fault cells below start their own
+            failures += [f"--profile hosts: a cluster outlived the workflow: {x}" for x in server_java(inv)]
+        for system in plain:
+            rec = records.get(system) if a.hosts_profile else cell(system, a.out, inv_path)
+            if rec is not None:
+                failures += check_cell(system, rec)
         for system, fault, level in faults:
             rec = fault_cell(system, fault, a.out, inv_path, level)
             f = rec.get("fault") if isinstance(rec.get("fault"), dict) else {}

@@ -1,8 +1,10 @@
 """Shared helpers of the runner's benchmark scripts: temp workload/driver files and one omb-run call."""
 from __future__ import annotations
 
+import atexit
 import json
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -115,4 +117,7 @@ def median(xs: list[float]) -> float:
 
 
 def tmpdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="omb-bench-"))
+    """A scratch directory for one bench's workload, driver and result files, removed when the bench exits."""
+    path = Path(tempfile.mkdtemp(prefix="omb-bench-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
