@@ -7,8 +7,9 @@ Ctrl-C'd while its partition is on, which must stop its cluster and leave nothin
 or runner left. With --ec2-like the lab is as unkind as a fleet (`lab up --ec2-like --login-user`): the controller
 reaches the hosts only over ssh at their public addresses, as a user with sudo, so every check, verification and
 fault client goes through the hosts; the login user must be gone afterwards too. With --hosts-profile the plain
-cells are the ci scale's E000-LAT1 runs of `snakemake --profile hosts benchmarks` on the lab's inventory (adopt,
-prepare, probes, the runs: a user's own machines' path), checked by workloads.summary --check.
+cells (E000-LAT1's workload at L1, as this check's own experiment) are runs of `snakemake --profile hosts benchmarks`
+on the lab's inventory (adopt, prepare, probes, the runs: a user's own machines' path), checked by
+workloads.summary --check.
 
   python -m testbeds.labtest [--id t12] [--subnet 10.77.0.0/24] [--out data/runs/labtest] [--systems kafka,pulsar]
                              [--faults pulsar:crash-all,kafka:kill-one] [--interrupt kafka:partition-leader@L1]
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import yaml
 
 from . import deploy, lab
 from .inventory import load
@@ -80,16 +83,34 @@ HOSTS_DATA = ("data/runs/hosts", "data/raw/hosts", "logs/hosts")
 HOSTS_MARK = "data/runs/hosts/labtest.json"  # marks data/runs/hosts as this check's, so a rerun may replace it
 
 
-def hosts_profile_command(inv_path: Path, systems: list[str]) -> list[str]:
-    """`snakemake --profile hosts benchmarks` on this inventory at the ci scale: the --systems' E000-LAT1 cells (both of
-    the ci scale's levels) after adopt, prepare and the probes at the ci profile's sizes, up to the runs' summary. Not
-    `all`: its analysis and paper write the same files in this directory as the AWS rehearsal's, which env/test runs
-    beside this check (Snakemake would refuse the second workflow), and the ci run and the rehearsal check them. A
-    --config replaces the profile's whole `config:` block (env/profiles/hosts/config.yaml), so the testbed is named
+HOSTS_EXPERIMENT = "E000-LABCHECK"
+
+
+def hosts_experiments_file(out: Path, systems: list[str]) -> Path:
+    """workloads/experiments.yaml with one experiment more, this check's: E000-LAT1's workload at L1 only, on the
+    --systems (study 000's own experiments name Kafka and Pulsar only, so Pravega has no ci-scale run there)."""
+    doc = yaml.safe_load((root() / "workloads" / "experiments.yaml").read_text())
+    lat1 = doc["experiments"]["E000-LAT1"]
+    doc["experiments"][HOSTS_EXPERIMENT] = {
+        "study": lat1["study"], "title": f"The lab check's plain cells: {lat1['title']}, L1 only",
+        "workloads": list(lat1["workloads"]), "levels": ["L1"], "systems": list(systems)}
+    path = out / "experiments.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def hosts_profile_command(inv_path: Path, systems: list[str], experiments: Path) -> list[str]:
+    """`snakemake --profile hosts benchmarks` on this inventory at the ci scale: the --systems' L1 cell of E000-LAT1's
+    workload (HOSTS_EXPERIMENT) after adopt, prepare and the probes at the ci profile's sizes, up to the runs' summary.
+    Not `all`: its analysis and paper write the same files in this directory as the AWS rehearsal's, which env/test
+    runs beside this check (Snakemake would refuse the second workflow), and the ci run and the rehearsal check them.
+    A --config replaces the profile's whole `config:` block (env/profiles/hosts/config.yaml), so the testbed is named
     again."""
     return ["snakemake", "--profile", "hosts", "benchmarks", "--config", "testbed=hosts",
             f"testbeds={{hosts: {{inventory: {inv_path}}}}}",
-            f"workloads={{scale: ci, systems: [{', '.join(systems)}], experiments: [E000-LAT1]}}",
+            f"workloads={{scale: ci, experiments_file: {experiments}, systems: [{', '.join(systems)}], "
+            f"experiments: [{HOSTS_EXPERIMENT}]}}",
             "hw_probes={host: controller, dd_size_mb: 16, fio_size_mb: 16, fio_fsync_size_mb: 2, fio_runtime_s: 5}",
             "analysis={bootstrap_resamples: 200}"]
 
@@ -109,7 +130,8 @@ def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tup
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(log_path, "w") as log:
-        rc = subprocess.run(hosts_profile_command(inv_path, systems), cwd=rootp, stdout=log, stderr=subprocess.STDOUT,
+        rc = subprocess.run(hosts_profile_command(inv_path, systems, hosts_experiments_file(log_path.parent.parent,
+                                                                                            systems)), cwd=rootp, stdout=log, stderr=subprocess.STDOUT,
                             timeout=3600).returncode
     say(f"snakemake --profile hosts benchmarks: exit {rc} in {time.monotonic() - t0:.0f} s (log: {log_path})")
     failures = [] if rc == 0 else [f"snakemake --profile hosts benchmarks: exit {rc} (log: {log_path})"]
@@ -300,8 +322,8 @@ def main(argv=None) -> int:
                          "verification and fault client goes through the hosts")
     ap.add_argument("--hosts-profile", action="store_true",
                     help="prepare the hosts and run the --systems' plain cells through `snakemake --profile hosts "
-                         "benchmarks` on the lab's inventory (a user's own machines' path: adopt, prepare, probes, the "
-                         "ci scale's E000-LAT1), its runs checked by workloads.summary --check, instead of one "
+                         "benchmarks` on the lab's inventory (a user's own machines' path: adopt, prepare, probes, "
+                         "E000-LAT1's workload at L1), its runs checked by workloads.summary --check, instead of one "
                          "workloads.run cell each")
     a = ap.parse_args(argv)
     # SYSTEM:FAULT[@LEVEL] (L1 unless given): every L1 cell must lose nothing; another level's count is reported
