@@ -83,6 +83,27 @@ def systems_cli(*args: str, log: Path, timeout: float = 900, inventory: str | No
             raise CellFailure("timeout", f"`systems {args[0]}` did not finish within {timeout:.0f} s", f"systems-{args[0]}") from None
 
 
+_CLI_ERROR = re.compile(r"^(?:testbeds|systems): error: (.+)$")
+
+
+def first_error(log: Path, since: int = 0, limit: int = 300) -> str | None:
+    """The first one-line error the systems or testbeds CLI wrote to `log` after byte `since` (e.g. `host s000-server-2:
+    cluster-start: ...`), cut to `limit` characters; None when it wrote none. A run's status then names the host or
+    the node at fault, not only the log to read."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(since)
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        m = _CLI_ERROR.match(line.strip())
+        if m:
+            msg = m.group(1).strip()
+            return msg if len(msg) <= limit else msg[:limit - 3] + "..."
+    return None
+
+
 def kill_group(p: subprocess.Popen, grace: float = 15.0) -> None:
     """SIGTERM the process group of p (the runner and anything it started), SIGKILL after grace seconds."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
@@ -232,12 +253,15 @@ class Clusters:
         rundir = self.base / f"{run.cluster_key}-{time.strftime('%Y%m%dT%H%M%S')}"
         scale.write_atomic(self.current, json.dumps({"key": run.cluster_key, "dir": str(rundir), "since": now(),
                                                      "inventory": self.inventory}))
+        since = log.stat().st_size if log.exists() else 0
         res = systems_cli("up", run.system, "--level", run.level, "--tuning", run.tuning, "--dir", str(rundir), *up_args,
                           log=log,
                           timeout=self.limits["systems_timeout_seconds"], inventory=self.inventory)
         if res.returncode != 0:
+            why = first_error(log, since)  # read before the clean-up below appends its own lines
             self.down(log, failed=True)
-            raise CellFailure("cluster", f"cluster {run.cluster_key} did not start (see {log})", "systems-up")
+            raise CellFailure("cluster", f"cluster {run.cluster_key} did not start"
+                              + (f": {why}" if why else "") + f" (see {log})", "systems-up")
         owner = os.environ.get(watch.OWNER_ENV)
         if owner and owner.isdigit() and self.inventory is None:  # a multi-host testbed has its own teardown
             watch.spawn(int(owner), self.base, rundir)

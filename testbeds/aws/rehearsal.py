@@ -216,6 +216,15 @@ def prestage_targets() -> list[str]:
 AWS_DATA = ("data/runs/aws", "data/raw/aws", "logs/aws")
 ARCHIVE = "data/rehearsal"
 MARK = "data/runs/aws/rehearsal.json"  # written by the wrapper: the aws data here are a rehearsal's
+SUMMARY = "data/runs/aws/benchmarks.json"  # the runs' summary (workloads.summary), when the command made it
+
+
+def failed_runs() -> int:
+    """How many runs the summary the command made records as failed (0 when it made none: a narrower target)."""
+    try:
+        return int(json.loads((ROOT / SUMMARY).read_text()).get("failed") or 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str = LAB_ID, say=print) -> int:
@@ -263,6 +272,13 @@ def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str =
             clean = False
         for sig, h in old.items():
             signal.signal(sig, h)
+        failed = failed_runs()
+        if rc == 0 and clean and failed:
+            # the workflow goes on past a failed run and ends 0, as a real aws run does; a rehearsal with failed runs
+            # is not a rehearsal that passed: its data stay, and the runs that failed are the ones to retry
+            say(f"rehearse: {failed} run(s) failed ({SUMMARY}); `python -m workloads.run --forget-failed"
+                f" {AWS_DATA[0]}/status` and then the same command retry exactly those")
+            rc = 1
         if rc == 0 and clean:
             moved = []
             for d in AWS_DATA:

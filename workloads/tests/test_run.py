@@ -28,6 +28,8 @@ def test_failed_run_is_recorded_without_a_result(tmp_path):
     assert res.returncode == 0, res.stderr      # the workflow goes on with the other runs
     rec = json.loads(status.read_text())
     assert rec["status"] == "failed" and "did not start" in rec["error"]
+    # with the CLI's own one-line reason, not only the log to read
+    assert rec["error"].startswith("cluster kafka-L1-tuned did not start: kafka distribution missing at "), rec["error"]
     assert rec["experiments"] == ["E000-LAT1"] and rec["scaling"]
     assert not result.exists() and not list(result.parent.parent.parent.rglob("*.json"))
     assert not (tmp_path / "runs/clusters/current.json").exists()
@@ -100,3 +102,17 @@ run.run_runner(cmd, Path({str(tmp_path / 'cell.log')!r}), Path({str(tmp_path / '
         if cell.poll() is None:
             cell.kill()
             cell.wait()
+
+
+def test_first_error_is_the_first_cli_error_line_after_the_offset(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("testbeds: error: host old: an earlier call's\n")
+    since = log.stat().st_size
+    with open(log, "a") as fh:
+        fh.write("$ python -m testbeds cluster up ...\n[testbeds] cluster up failed (TestbedError)\n"
+                 "testbeds: error: host s000-server-1: cluster-start: node : ready: non-zero return code\n"
+                 "testbeds: error: host s000-server-2: cluster-down: connection refused\n")
+    assert wrun.first_error(log, since) == "host s000-server-1: cluster-start: node : ready: non-zero return code"
+    assert wrun.first_error(log) == "host old: an earlier call's"
+    assert wrun.first_error(log, since, limit=20) == "host s000-server-..."
+    assert wrun.first_error(log, log.stat().st_size) is None and wrun.first_error(tmp_path / "none.log") is None

@@ -129,6 +129,15 @@ def test_a_failed_rehearsal_keeps_its_data_for_the_resume_and_a_success_archives
     outcome.update(rc=0, clean=False)
     assert rehearsal.rehearse(AWS, ["x"], say=lambda m: None) == 1
     assert (root / "data/raw/aws/result.json").exists()
+    # the command ended 0 and the teardown was clean, but its summary records failed runs (a host's sshd stopped
+    # mid-run): not a pass; the data stay and the message says how to retry exactly those runs
+    outcome.update(rc=0, clean=True)
+    (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 2, "failed": 12}))
+    said = []
+    assert rehearsal.rehearse(AWS, ["x"], say=said.append) == 1
+    assert (root / "data/raw/aws/result.json").exists()
+    assert any(m.startswith("rehearse: 12 run(s) failed") and "--forget-failed data/runs/aws/status" in m for m in said)
+    (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 14, "failed": 0}))
     said = []
     outcome.update(rc=0, clean=True)
     assert rehearsal.rehearse(AWS, ["x"], say=said.append) == 0
