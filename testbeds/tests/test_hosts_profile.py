@@ -85,7 +85,9 @@ def test_the_profile_plans_adopt_prepare_probes_and_the_runs(tmp_path):
     f = _example(tmp_path)
     # the profile's own workloads block (a --config replaces the profile's whole config: give it again)
     wl = yaml.safe_load((ROOT / "env" / "profiles" / "hosts" / "config.yaml").read_text())["config"]["workloads"]
-    r = _snakemake("--profile", "env/profiles/hosts", "all", "--config", "testbed=hosts",
+    # --forceall: the whole DAG, whatever this checkout holds already (env/test's lab check leaves a hosts run's
+    # probes and status records in data/runs/hosts, which a plain dry-run would not plan again)
+    r = _snakemake("--profile", "env/profiles/hosts", "all", "--forceall", "--config", "testbed=hosts",
                    f"testbeds={{hosts: {{inventory: {f}}}}}", f"workloads={json.dumps(wl)}")
     assert r.returncode == 0, r.stderr[-3000:]
     for rule in ("testbed_hosts_adopt", "testbed_prepare", "testbed_probes", "benchmark_run"):
