@@ -470,7 +470,8 @@ def terminate_on_signals() -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.run", description=__doc__.splitlines()[0])
-    ap.add_argument("--clusters", required=True, help="directory holding the running cluster (data/runs/<testbed>/clusters)")
+    ap.add_argument("--clusters", help="directory holding the running cluster (data/runs/<testbed>/clusters); every use "
+                                       "but --forget-failed needs it")
     ap.add_argument("--down-all", action="store_true", help="stop the cluster left running, then exit")
     ap.add_argument("--forget-failed", metavar="STATUS_DIR", help="delete failed status records under STATUS_DIR")
     ap.add_argument("--driver", help="the run's OMB driver file (workloads/drivers/<system>-<level>-<tuning>[-<variant>].yaml)")
@@ -502,13 +503,15 @@ def main(argv=None) -> int:
         limits = json.loads(a.limits)
     except ValueError as exc:
         ap.error(f"--limits: not JSON: {exc}")
+    if a.forget_failed:
+        print(f"forgot {forget_failed(Path(a.forget_failed))} failed run(s)")
+        return 0
+    if a.clusters is None:
+        ap.error("the following arguments are required: --clusters")
     clusters = Path(a.clusters)
     if a.down_all:
         clusters.mkdir(parents=True, exist_ok=True)
         Clusters(clusters, limits).down(clusters / "down.log")  # through the inventory the cluster recorded
-        return 0
-    if a.forget_failed:
-        print(f"forgot {forget_failed(Path(a.forget_failed))} failed run(s)")
         return 0
     missing = [k for k in ("testbed", "scale", "system", "level", "tuning", "workload", "rep", "driver", "result", "status", "log")
                if getattr(a, k) is None]

@@ -116,3 +116,15 @@ def test_first_error_is_the_first_cli_error_line_after_the_offset(tmp_path):
     assert wrun.first_error(log) == "host old: an earlier call's"
     assert wrun.first_error(log, since, limit=20) == "host s000-server-..."
     assert wrun.first_error(log, log.stat().st_size) is None and wrun.first_error(tmp_path / "none.log") is None
+
+
+def test_forget_failed_needs_no_clusters_directory_and_a_run_still_does(tmp_path, capsys):
+    # the command the AWS rehearsal prints after failed runs: `python -m workloads.run --forget-failed <status dir>`
+    rec = tmp_path / "status/kafka/L1/w/rep-1.json"
+    rec.parent.mkdir(parents=True)
+    rec.write_text(json.dumps({"run": "k", "status": "failed", "error": "x"}))
+    assert wrun.main(["--forget-failed", str(tmp_path / "status")]) == 0
+    assert not rec.exists() and "forgot 1 failed run(s)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        wrun.main(["--down-all"])
+    assert exc.value.code == 2 and "the following arguments are required: --clusters" in capsys.readouterr().err
