@@ -1,7 +1,7 @@
 #!/bin/bash
 # The AWS rehearsal with one server host's sshd stopped mid-run, then run again (issue 30, "the same command with one
-# host's sshd stopped mid-run ... leaves nothing behind, and a rerun completes"). About 45 min on the 2-core
-# development machine.
+# host's sshd stopped mid-run ... leaves nothing behind, and a rerun completes"). About 25 min on the 2-core
+# development machine (measured: docs/measurements.yaml aws-rehearsal-sshd-stop).
 #   env/shell bash testbeds/bench/rehearsal_sshd_stop.sh [HOST]     (HOST: an inventory host name, default s000-server-2)
 # 1. starts `python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile aws-rehearsal all`; 20 s
 #    after the first run job of HOST's fleet began, every sshd process of the lab host bound to HOST is killed (its
@@ -75,7 +75,7 @@ PY
 )
 [ "${named:-0}" -ge 1 ] || bad "no failed run names $HOST"
 if [ -f data/runs/aws/rehearsal.json ]; then
-  python -m workloads.run --forget-failed data/runs/aws/status
+  python -m workloads.run --forget-failed data/runs/aws/status || bad "workloads.run --forget-failed failed"
 fi
 t1=$(date +%s)
 python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile aws-rehearsal all >"$log2" 2>&1; rc=$?
