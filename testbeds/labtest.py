@@ -81,9 +81,7 @@ def _run(module: str, key: str, system: str, tuning: str, args: list[str], out: 
 # machines, with the lab's inventory in place of theirs (docs/hosts.md); its data directories are that profile's own
 HOSTS_DATA = ("data/runs/hosts", "data/raw/hosts", "logs/hosts")
 HOSTS_MARK = "data/runs/hosts/labtest.json"  # marks data/runs/hosts as this check's, so a rerun may replace it
-
-
-HOSTS_EXPERIMENT = "E000-LABCHECK"
+HOSTS_EXPERIMENT = "E000-LABCHECK"  # its own experiment, written into a copy of workloads/experiments.yaml
 
 
 def hosts_experiments_file(out: Path, systems: list[str]) -> Path:
@@ -117,8 +115,9 @@ def hosts_profile_command(inv_path: Path, systems: list[str], experiments: Path)
 
 def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tuple[list[str], dict]:
     """The hosts profile's DAG on the lab: adopt, prepare (every system, as the fault cells need), probes, the runs and
-    their summary, the last cluster stopped. Returns the failures and, per system, its L1 cell's status record. Data of a real
-    `--profile hosts` run are never removed: without this check's mark, data/runs/hosts stops it in one line."""
+    their summary, the last cluster stopped. Returns the failures and, per system, its L1 cell's status record. Data
+    of a real `--profile hosts` run are never removed: without this check's mark, data/runs/hosts stops it in one
+    line."""
     rootp = root()
     if (rootp / HOSTS_DATA[0]).exists() and not (rootp / HOSTS_MARK).exists():
         raise TestbedError(f"{HOSTS_DATA[0]}: holds a --profile hosts run that is not this check's ({HOSTS_MARK} "
@@ -128,11 +127,10 @@ def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tup
     (rootp / HOSTS_MARK).parent.mkdir(parents=True, exist_ok=True)
     (rootp / HOSTS_MARK).write_text(json.dumps({"labtest": str(inv_path)}) + "\n")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = hosts_profile_command(inv_path, systems, hosts_experiments_file(log_path.parent.parent, systems))
     t0 = time.monotonic()
     with open(log_path, "w") as log:
-        rc = subprocess.run(hosts_profile_command(inv_path, systems, hosts_experiments_file(log_path.parent.parent,
-                                                                                            systems)), cwd=rootp, stdout=log, stderr=subprocess.STDOUT,
-                            timeout=3600).returncode
+        rc = subprocess.run(cmd, cwd=rootp, stdout=log, stderr=subprocess.STDOUT, timeout=3600).returncode
     say(f"snakemake --profile hosts benchmarks: exit {rc} in {time.monotonic() - t0:.0f} s (log: {log_path})")
     failures = [] if rc == 0 else [f"snakemake --profile hosts benchmarks: exit {rc} (log: {log_path})"]
     bench = rootp / HOSTS_DATA[0] / "benchmarks.json"
