@@ -8,23 +8,7 @@
 #    run's data were kept; 3. the same command again: it must resume and end 0; 4. nothing left, and every run of the
 #    archived summary ok (workloads.summary --check). Exit 0 only if all of that holds; each failed check is one line.
 # Refuses to start over existing aws data (it removes only a rehearsal's: data/runs/aws/rehearsal.json).
-set -u
-cd "$(dirname "$0")/../.."
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-leftovers() {
-  local what=""
-  [ -z "$(ip netns list | grep '^sbl-rh-')" ] || what+=" namespaces"
-  [ -z "$(losetup -a | grep '/lab/rh/disks/')" ] || what+=" loop-devices"
-  ! getent passwd sblrh >/dev/null || what+=" login-user"
-  ! pgrep -f "moto.server" >/dev/null || what+=" moto"
-  ! pgrep -f "[k]afka[.]Kafka|[o]rg[.]apache[.]pulsar|[o]rg[.]apache[.]bookkeeper" >/dev/null || what+=" brokers"
-  echo "$what"
-}
-if [ -e data/runs/aws ] && [ ! -f data/runs/aws/rehearsal.json ]; then
-  echo "rehearsal_interrupt: data/runs/aws is a real aws run's: move it away first"; exit 2
-fi
-rm -rf data/runs/aws data/raw/aws logs/aws
+. "$(dirname "$0")/rehearsal_common.sh"
 log1=$(mktemp) log2=$(mktemp)
 t0=$(date +%s)
 setsid python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile aws-rehearsal all >"$log1" 2>&1 &
@@ -47,7 +31,6 @@ echo "second call: exit $rc after $(( $(date +%s) - t1 )) s"; grep "^rehearse:" 
 grep -q "^rehearse: resuming" "$log2" || bad "the second call did not resume"
 [ "$rc" -eq 0 ] || bad "the resumed call exited $rc (log $log2)"
 left=$(leftovers); [ -z "$left" ] || bad "left after the resume:$left"
-summary=$(ls -t data/rehearsal/*/data/runs/aws/benchmarks.json 2>/dev/null | head -n 1)
-if [ -n "$summary" ]; then python -m workloads.summary --check "$summary" || bad "summary check of $summary"; else bad "no archived summary"; fi
+archived_summary_ok
 [ "$fail" -eq 0 ] && echo "PASS: interrupted during a cluster start, nothing left, resumed to the end" && rm -f "$log1" "$log2"
 exit "$fail"

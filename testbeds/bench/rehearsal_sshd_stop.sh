@@ -11,25 +11,9 @@
 #    `workloads.run --forget-failed` when the first call kept its data, as a user retries failed runs): exit 0,
 #    nothing left, and every run of its summary ok (workloads.summary --check). Exit 0 only if all of that holds; each
 #    failed check is one line. Refuses to start over existing aws data (it removes only a rehearsal's).
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/rehearsal_common.sh"
 HOST=${1:-s000-server-2}
 FLEET=${HOST%%-*}
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-leftovers() {
-  local what=""
-  [ -z "$(ip netns list | grep '^sbl-rh-')" ] || what+=" namespaces"
-  [ -z "$(losetup -a | grep '/lab/rh/disks/')" ] || what+=" loop-devices"
-  ! getent passwd sblrh >/dev/null || what+=" login-user"
-  ! pgrep -f "moto.server" >/dev/null || what+=" moto"
-  ! pgrep -f "[k]afka[.]Kafka|[o]rg[.]apache[.]pulsar|[o]rg[.]apache[.]bookkeeper" >/dev/null || what+=" brokers"
-  echo "$what"
-}
-if [ -e data/runs/aws ] && [ ! -f data/runs/aws/rehearsal.json ]; then
-  echo "rehearsal_sshd_stop: data/runs/aws is a real aws run's: move it away first"; exit 2
-fi
-rm -rf data/runs/aws data/raw/aws logs/aws
 log1=$(mktemp) log2=$(mktemp)
 t0=$(date +%s)
 setsid python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile aws-rehearsal all >"$log1" 2>&1 &
@@ -82,7 +66,6 @@ python -m testbeds.aws --profile aws-rehearsal rehearse -- snakemake --profile a
 echo "second call: exit $rc after $(( $(date +%s) - t1 )) s"; grep "^rehearse:" "$log2" | tail -n 4
 [ "$rc" -eq 0 ] || bad "the second call exited $rc (log $log2)"
 left=$(leftovers); [ -z "$left" ] || bad "left after the second call:$left"
-summary=$(ls -td data/rehearsal/*/data/runs/aws/benchmarks.json 2>/dev/null | head -n 1)
-if [ -n "$summary" ]; then python -m workloads.summary --check "$summary" || bad "summary check of $summary"; else bad "no archived summary"; fi
+archived_summary_ok
 [ "$fail" -eq 0 ] && echo "PASS: $HOST's sshd stopped mid-run, nothing left, the rerun completed" && rm -f "$log1" "$log2"
 exit "$fail"
