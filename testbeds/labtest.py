@@ -113,11 +113,11 @@ def hosts_profile_command(inv_path: Path, systems: list[str], experiments: Path)
             "analysis={bootstrap_resamples: 200}"]
 
 
-def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tuple[list[str], dict]:
+def hosts_profile_run(inv_path: Path, systems: list[str], out: Path) -> tuple[list[str], dict]:
     """The hosts profile's DAG on the lab: adopt, prepare (every system, as the fault cells need), probes, the runs and
     their summary, the last cluster stopped. Returns the failures and, per system, its L1 cell's status record. Data
     of a real `--profile hosts` run are never removed: without this check's mark, data/runs/hosts stops it in one
-    line."""
+    line. Its experiments file and log go under `out` (the check's own directory)."""
     rootp = root()
     if (rootp / HOSTS_DATA[0]).exists() and not (rootp / HOSTS_MARK).exists():
         raise TestbedError(f"{HOSTS_DATA[0]}: holds a --profile hosts run that is not this check's ({HOSTS_MARK} "
@@ -126,8 +126,9 @@ def hosts_profile_run(inv_path: Path, systems: list[str], log_path: Path) -> tup
         shutil.rmtree(rootp / d, ignore_errors=True)
     (rootp / HOSTS_MARK).parent.mkdir(parents=True, exist_ok=True)
     (rootp / HOSTS_MARK).write_text(json.dumps({"labtest": str(inv_path)}) + "\n")
+    log_path = out / "logs" / "hosts-profile.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = hosts_profile_command(inv_path, systems, hosts_experiments_file(log_path.parent.parent, systems))
+    cmd = hosts_profile_command(inv_path, systems, hosts_experiments_file(out, systems))
     t0 = time.monotonic()
     with open(log_path, "w") as log:
         rc = subprocess.run(cmd, cwd=rootp, stdout=log, stderr=subprocess.STDOUT, timeout=3600).returncode
@@ -345,7 +346,7 @@ def main(argv=None) -> int:
             say(f"prepared in {time.monotonic() - tp:.0f} s")
         plain = [s for s in a.systems.split(",") if s]
         if a.hosts_profile:
-            found, records = hosts_profile_run(inv_path, plain, a.out / "logs" / "hosts-profile.log")
+            found, records = hosts_profile_run(inv_path, plain, a.out)
             failures += found
             # the workflow stopped every cluster it started: the fault cells below start their own
             failures += [f"--profile hosts: a cluster outlived the workflow: {x}" for x in server_java(inv)]

@@ -41,7 +41,7 @@ def test_a_real_hosts_runs_data_are_refused_and_left_alone(tmp_path, monkeypatch
     mine.parent.mkdir(parents=True)
     mine.write_text("{}")
     with pytest.raises(util.TestbedError, match=r"^data/runs/hosts: holds a --profile hosts run that is not this check's"):
-        labtest.hosts_profile_run(tmp_path / "inv.json", ["pravega"], tmp_path / "out/logs/h.log")
+        labtest.hosts_profile_run(tmp_path / "inv.json", ["pravega"], tmp_path / "out")
     assert mine.exists()
 
 
