@@ -799,13 +799,18 @@ class Remote:
             pass  # the agent is gone: the reply's wait says so
 
     def _gone(self, what: str) -> CycleFailure:
+        # its stdout closes a moment before it is reaped: wait for the exit code rather than print "exit None"
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
         try:
             text = self.log.read_text(errors="replace").strip().splitlines()
         except OSError:
             text = []
         last = text[-1][:300] if text else "no output"
         return CycleFailure("testbed", f"host {self.host}: the fault client ended during {what} "
-                            f"(exit {self.proc.poll()}): {last}", None)
+                            f"(exit {code}): {last}", None)
 
     def _wait(self, op: str, timeout: float | None, tick=None):
         end = None if timeout is None else time.monotonic() + timeout

@@ -398,7 +398,10 @@ class Hook:
             if evs is None:
                 return
             t = min(e["t"] for e in evs)
-            self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]])
+            # the hosts' kills are not one instant: their spread (each host's clock, the same one in the lab; on a
+            # fleet, chrony's) says how long some nodes ran while others were dead, which a run's verdict may need
+            self._emit(event="struck", t=t, targets=[n for h in hosts for n in self.targets[h]],
+                       spreadMs=round((max(e["t"] for e in evs) - t) * 1000, 1))
             if self.power_loss:
                 for h in hosts:
                     self.procs[h].send("drop")
@@ -611,6 +614,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         struck = hook.first("struck")
         v = verdict(audit, read, struck["t"] if struck else None, back.get("restarted"))
         fault.update(v)
+        fault["strikeSpreadMs"] = struck.get("spreadMs") if struck else None
         fault["sent"] = audit.count
         fault["pendingAtEnd"] = sum(1 for i in range(audit.count) if audit.state[i] == Audit.PENDING)
         if getattr(client, "verify_end", None):  # Pravega: how its verifier knew the end of the stream
@@ -644,7 +648,7 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record.update(status="ok", result=str(result), fault={k: fault[k] for k in (
             "type", "targets", "strikeAtSeconds", "acknowledged", "lost", "duplicated", "reordered",
             "unacknowledgedPresent", "publishErrors", "unavailableMs", "recoveryMs", "read", "clusterCycle", "leaderBefore",
-            "leaderAfter")})
+            "leaderAfter", "strikeSpreadMs")})
     except (Exception, KeyboardInterrupt) as exc:
         reason = exc.reason if isinstance(exc, CycleFailure) else ("interrupted" if isinstance(exc, KeyboardInterrupt)
                                                                   else "error")

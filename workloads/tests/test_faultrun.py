@@ -234,6 +234,7 @@ def _record(tmp_path, name, lost, expect, status="ok"):
     rec = {"run": name, "status": status, "startedAt": "2026-01-01T00:00:00+00:00",
            "endedAt": "2026-01-01T00:01:00+00:00", "faultExpect": expect, "result": f"{name}.json", "faultPlan": {"type": "crash-all"},
            "fault": {"type": "crash-all", "lost": lost, "acknowledged": 1000}}
+    (d / f"{name}.json").parent.mkdir(parents=True, exist_ok=True)
     (d / f"{name}.json").write_text(json.dumps(rec))
     return d
 
@@ -247,6 +248,26 @@ def test_summary_check_fails_when_a_fault_expectation_is_not_met(tmp_path, kafka
     out.write_text(json.dumps(s))
     assert s["lostMessages"] == 0  # a fault run's losses are its measurement, not the harness's
     assert summary.check(out) == rc
+
+
+@pytest.mark.parametrize("kafka_lost, pulsar_lost, rc", [((0, 0), (12, 0), 0), ((0, 4), (12, 9), 1),
+                                                         ((0, 0), (0, 0), 1), ((0, 0), (0, 7), 0)])
+def test_zero_is_judged_per_run_and_some_over_the_cells_repetitions(tmp_path, capsys, kafka_lost, pulsar_lost, rc):
+    for k in (1, 2):
+        _record(tmp_path, f"ci/kafka/L1/w--power-loss/rep-{k}", kafka_lost[k - 1], "zero")
+        d = _record(tmp_path, f"ci/pulsar/L4-bypass/w--crash-all/rep-{k}", pulsar_lost[k - 1], "some")
+    # another cell of the same expectation, both of whose runs lost: it cannot lend a loss to the cell above
+    _record(tmp_path, "ci/pulsar/L2-bypass/w--crash-all/rep-1", 5, "some")
+    s = summary.summarise(d)
+    out = tmp_path / "benchmarks.json"
+    out.write_text(json.dumps(s))
+    assert summary.check(out) == rc
+    text = capsys.readouterr().out
+    if pulsar_lost == (0, 0):
+        assert ("fault expectation not met: ci/pulsar/L4-bypass/w--crash-all/rep-1: 0 lost, expected some (in none of "
+                "its cell's repetitions)") in text
+    elif 0 in pulsar_lost:
+        assert "this repetition lost none; another of its cell did" in text and "not met: ci/pulsar" not in text
 
 
 def test_hook_kills_on_its_stdin_line_and_restarts_from_the_pid_file(tmp_path):
