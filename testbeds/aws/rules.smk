@@ -61,6 +61,19 @@ if config["testbed"] == "aws":
         print(f"aws: {AWS_PACKING.note()}", file=_aws_sys.stderr)
     AWS_FLEETS = sorted(_AWS_BY_FLEET)
     AWS_FLEET_OF = {r.key: f for f, runs in _AWS_BY_FLEET.items() for r in runs}
+    # the fault grid's runs that `all` does not hold (the `faults` target: E000-FAULT and E000-FAULTHOLD) go to
+    # their study's fleet as well; the onstart gate estimates whatever the DAG plans, and teardown at the end (onsuccess)
+    # takes that fleet down, since no down.json of the `all` target waits for them
+    try:
+        _aws_fleets, _ = _aws_plan.load_fleets(AWS["instances_file"])
+        for _f, _runs in _aws_plan.assign([r for r in WL_FAULT_RUNS if r.key not in AWS_FLEET_OF],
+                                          _WL_DOC, _aws_fleets, AWS["instances_file"]).items():
+            AWS_FLEET_OF.update({r.key: _f for r in _runs})
+            if _f not in AWS_FLEETS:
+                AWS_FLEETS.append(_f)
+    except _aws_plan.AwsError as _aws_error:
+        print(f"aws: {_aws_error}", file=_aws_sys.stderr)
+        _aws_sys.exit(1)
     AWS_DIR = "data/runs/aws/fleets"
     AWS_LOGS = f"logs/aws/{AWS_RUN_ID}"
 
@@ -74,15 +87,8 @@ if config["testbed"] == "aws":
     # (workloads/run.py --inventory: clusters on the servers, runners on the clients). Ancient: when a torn-down
     # fleet is brought up again (aws_up below), the runs it already recorded are not redone.
     def _aws_fleet_of(run):
-        """The fleet a run is planned on; a run in none (the `faults` target: the fleets' plan has no fault runs
-        yet) stops the DAG in one line naming it."""
-        try:
-            return AWS_FLEET_OF[run.key]
-        except KeyError:
-            from snakemake.exceptions import WorkflowError
-
-            raise WorkflowError(f"aws: {run.relpath('aws')} is on no fleet: the aws plan holds no fault runs yet; "
-                                "the fault grid runs on the lab (`snakemake --profile lab faults`)") from None
+        """The fleet a run is planned on (every run of `all` and of `faults` has one, by its study)."""
+        return AWS_FLEET_OF[run.key]
 
     def TESTBED_RUN_INPUTS(run):
         fleet = _aws_fleet_of(run)

@@ -82,8 +82,11 @@ def test_shipped_fault_experiments_and_ci_expectations():
     assert len(claims) == 20 and claims <= cells
     # local `all` runs the claims' cells, nothing else of the grid
     assert {(r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "local") if r.fault} == claims
-    # aws plans no fault run: the injector reaches one host only
-    assert not [r for r in plan.expand(doc, CATALOG, "aws") if r.fault]
+    # aws plans the claims' cells and the hold grid, 10 cycles each (the hooks reach an inventory's hosts)
+    aws = [r for r in plan.expand(doc, CATALOG, "aws") if r.fault]
+    assert {(r.system, r.level, r.fault) for r in aws} == claims | {
+        (r.system, r.level, r.fault) for r in plan.expand(doc, CATALOG, "aws", only=["E000-FAULTHOLD"])}
+    assert {r.rep for r in aws} == set(range(1, 11)) and {r.system for r in aws} == {"kafka", "pulsar", "pravega"}
     # the hold faults judge F3 and F4: 10 cycles per cell on the ci scale the lab uses (whose other fault cells run
     # twice), and a config's repetitions still beat the experiment's
     held = plan.expand(doc, CATALOG, "ci", only=["E000-FAULTHOLD"])

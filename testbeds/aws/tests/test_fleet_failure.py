@@ -223,7 +223,7 @@ def test_the_workflow_gate_reads_the_quota_before_anything_is_created(aws, moto_
     assert r.returncode != 0, out[-3000:]
     # the gate's estimate covers the planned jobs only (here s002 and the fleet it waits for: moto's region has its
     # default VPC, so four fleets fit at once), with its wall time line
-    assert "wall time: 166.7 h one fleet after another (aws.parallel_fleets: 1)" not in out
+    assert "wall time: 189.8 h one fleet after another (aws.parallel_fleets: 1)" not in out
     assert "  wall time: " in out and "aws estimate (on-demand list prices" in out
     errors = [ln for ln in out.splitlines() if "aws: config aws.vcpu_quota: null, and Service Quotas" in ln]
     assert errors and all("set aws.vcpu_quota to the account's quota in vCPUs" in ln for ln in errors), out[-3000:]

@@ -78,9 +78,9 @@ def test_by_default_every_fleet_runs_at_once_and_the_wall_time_is_the_longest_fl
         assert p.after == {f: () for f in VCPUS}
         assert p.most == 5 and p.vcpus == 624 and p.note() is None
         assert p.hours == pytest.approx(max(hours.values())) and round(p.hours, 1) == 76.8  # s001, the longest
-        assert round(p.sequential_hours, 1) == 166.7 and p.sequential_hours == pytest.approx(sum(hours.values()))
+        assert round(p.sequential_hours, 1) == 189.8 and p.sequential_hours == pytest.approx(sum(hours.values()))
     text = plan.format_estimate(rows, plan.load_prices("testbeds/aws/prices.yaml", "us-east-1"), None, plan.pack(rows))
-    assert ("wall time: 166.7 h one fleet after another (aws.parallel_fleets: 1); 76.8 h with all 5 fleets at once,"
+    assert ("wall time: 189.8 h one fleet after another (aws.parallel_fleets: 1); 76.8 h with all 5 fleets at once,"
             " up to 624 vCPUs at once") in text
 
 
@@ -177,7 +177,7 @@ def cli(*args):
 def test_the_estimate_prints_both_wall_times_and_a_quota_too_small_for_one_fleet_is_one_line():
     r = cli("--set", "aws.vcpu_quota=300", "estimate")
     assert r.returncode == 0, r.stderr
-    assert "wall time: 166.7 h one fleet after another (aws.parallel_fleets: 1); 78.6 h with at most 3 fleets at once" in r.stdout
+    assert "wall time: 189.8 h one fleet after another (aws.parallel_fleets: 1); 98.7 h with at most 2 fleets at once" in r.stdout
     assert "within the vCPU quota of 300 (config aws.vcpu_quota)" in r.stdout
     r = cli("--set", "aws.vcpu_quota=100", "estimate")
     assert r.returncode == 1 and r.stdout == ""

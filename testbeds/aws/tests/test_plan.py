@@ -10,8 +10,9 @@ from testbeds.aws.plan import ROOT, AwsError
 
 def test_the_aws_profile_plans_every_run_on_its_studys_fleet():
     by_fleet, rows, prices = plan.plan_from_config(load_config("aws", []))
-    assert sum(len(v) for v in by_fleet.values()) == 1188  # with study 001's rate sweeps, no fault runs (README.md's cost table)
+    assert sum(len(v) for v in by_fleet.values()) == 1838  # with study 001's rate sweeps and study 000's fault cells, 650 of them (README.md's cost table)
     assert sorted(by_fleet) == ["s000", "s001", "s002", "s003", "s004"]
+    assert sum(1 for r in by_fleet["s000"] if r.fault) == 650  # E000-FAULTCLAIM 20 cells, E000-FAULTHOLD 45, 10 each
     assert len(by_fleet["s003"]) == 12  # study 003: E003-BASE on both systems, E003-SHARED on Pulsar, 4 sizes each
     assert rows[0].fleet.servers.type == "i3en.2xlarge" and rows[0].fleet.servers.count == 3
     for r in rows:
