@@ -140,8 +140,10 @@ def load(lock: Path = LOCK) -> dict[str, dict]:
     return out
 
 
-def check(repo: Path, lock: Path = LOCK) -> int:
-    """Every locked file present in repo has the locked sha256; returns how many were checked."""
+def check(repo: Path, lock: Path = LOCK, remove_bad: bool = False) -> int:
+    """Every locked file present in repo has the locked sha256; returns how many were checked. With remove_bad, a
+    file that differs is removed (with its remote record) instead, and its path printed, for the caller to resolve
+    it again: a download cut short or left empty (seen once under `mvn -T`: a 0-byte jar beside its right .sha1)."""
     entries = load(lock)
     n = 0
     for rel, entry in entries.items():
@@ -150,7 +152,13 @@ def check(repo: Path, lock: Path = LOCK) -> int:
             continue
         got = sha256_file(p)
         if got != entry["sha256"]:
-            raise LockError(f"{entry['coordinates']}: sha256 of {p} is {got}, {lock.name} says {entry['sha256']}")
+            if not remove_bad:
+                raise LockError(f"{entry['coordinates']}: sha256 of {p} is {got}, {lock.name} says {entry['sha256']}")
+            p.unlink()
+            for side in (p.with_name(p.name + ".sha1"), p.parent / "_remote.repositories"):
+                side.unlink(missing_ok=True)
+            print(f"removed {p} (sha256 {got}, {lock.name} says {entry['sha256']})", file=sys.stderr)
+            continue
         n += 1
     return n
 
@@ -238,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("write", help="resolve against Maven Central into a fresh repository and rewrite the lock")
     c = sub.add_parser("check", help="locked files present in the repository have their sha256")
     c.add_argument("--repo", type=Path, default=None)
+    c.add_argument("--remove-bad", action="store_true", help="remove the files that differ (and say which) instead of failing")
     v = sub.add_parser("covers", help="every artifact the traced builds opened is in the lock")
     t = sub.add_parser("trace", help="run CMD under strace, recording what `covers` reads, into TRACE")
     t.add_argument("trace", type=Path)
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             doc = write()
             print(f"wrote {LOCK.relative_to(ROOT)}: {len(doc['artifacts'])} files, {len(doc['metadata'])} version ranges")
         elif a.cmd == "check":
-            n = check(a.repo or default_repo(), a.lock)
+            n = check(a.repo or default_repo(), a.lock, remove_bad=a.remove_bad)
             print(f"{n} files match {a.lock.name}", file=sys.stderr)
         else:
             n = covers(a.traces, a.repo or default_repo(), a.lock)

@@ -140,6 +140,17 @@ def test_check_names_the_artifact_whose_bytes_differ(tmp_path):
         mavenlock.check(repo, lock)
 
 
+def test_remove_bad_removes_only_the_files_that_differ_and_the_strict_check_then_passes(tmp_path, capsys):
+    repo, lock = fake_repo(tmp_path)
+    (repo / "org/x/a/1.0/a-1.0.jar").write_bytes(b"")  # a download left empty
+    (repo / "org/x/a/1.0/a-1.0.jar.sha1").write_text("0" * 40)
+    assert mavenlock.check(repo, lock, remove_bad=True) == 2
+    assert not (repo / "org/x/a/1.0/a-1.0.jar").exists() and not (repo / "org/x/a/1.0/a-1.0.jar.sha1").exists()
+    assert (repo / "org/x/a/1.0/a-1.0.pom").read_bytes() == b"pom a" and (repo / "org/x/b/2.0/b-2.0.jar").exists()
+    assert capsys.readouterr().err.startswith(f"removed {repo}/org/x/a/1.0/a-1.0.jar (sha256 e3b0c442")
+    assert mavenlock.check(repo, lock) == 2  # the rest as locked; the removed file is the next resolve's
+
+
 def test_covers_names_an_artifact_the_build_read_that_the_lock_lacks(tmp_path):
     repo, lock = fake_repo(tmp_path)
     (repo / "org/x/c/3.0").mkdir(parents=True)
