@@ -271,15 +271,16 @@ def _check_scale_faults(doc, catalog, scale_name, scale, path) -> None:
                             f"measured phase of {tfield} = {t['testSeconds']} s (it must strike after 0 s "
                             f"and the node be back before the end)")
     for i, e in enumerate(sc.get("expect", [])):
-        _check_names(path, f"{where}.expect.{i}.system", [e["system"]], catalog.systems, "system")
-        _check_names(path, f"{where}.expect.{i}.level", [e["level"]], catalog.levels[e["system"]], "level")
-        _check_names(path, f"{where}.expect.{i}.fault", [e["fault"]], tuple(FAULTS), "fault")
+        _check_names(path, f"{where}.expect.{i}.system", _names(e["system"]), catalog.systems, "system")
+        for system in _names(e["system"]):
+            _check_names(path, f"{where}.expect.{i}.level", _names(e["level"]), catalog.levels[system], "level")
+        _check_names(path, f"{where}.expect.{i}.fault", _names(e["fault"]), tuple(FAULTS), "fault")
 
 
 def expectation(doc: dict, scale_name: str, run: Run) -> str | None:
     """'zero' or 'some' lost acknowledged messages, if the scale expects something of this fault run."""
-    for e in (doc["scales"][scale_name].get("faults") or {}).get("expect", []):
-        if (e["system"], e["level"], e["fault"]) == (run.system, run.level, run.fault):
+    for e in (doc["scales"][scale_name].get("faults") or {}).get("expect", []):  # the first that names the run
+        if run.system in _names(e["system"]) and run.level in _names(e["level"]) and run.fault in _names(e["fault"]):
             return e["lost"]
     return None
 
