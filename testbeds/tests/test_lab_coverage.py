@@ -13,9 +13,14 @@ import yaml
 from systems import durability
 from testbeds import runner
 from testbeds.aws import plan as aws_plan
-from workloads import drivers, plan
+from workloads import drivers, fanout, plan
 
 ROOT = plan.HERE.parent
+
+
+@lru_cache(maxsize=1)
+def _doc_catalog():
+    return plan.load(), drivers.catalog(durability.load())
 
 
 @lru_cache(maxsize=None)
@@ -30,7 +35,7 @@ def kinds(run: plan.Run, client_hosts: int) -> set[str]:
         return {f"fault {run.fault}"}
     wl, path = _workload(run.base_workload), plan.OMB_DIR / f"{run.base_workload}.yaml"
     x = wl.get("x-streambench") or {}
-    if "fanOut" in x:
+    if fanout.is_fanout(wl):
         shape = "fan-out"
     elif x.get("catchUpSubscriptions"):
         shape = "catch-up"
@@ -49,8 +54,7 @@ def _kinds(runs, client_hosts) -> set[tuple[str, str]]:
 
 
 def _aws_kinds() -> set[tuple[str, str]]:
-    doc = plan.load()
-    catalog = drivers.catalog(durability.load())
+    doc, catalog = _doc_catalog()
     fleets, _ = aws_plan.load_fleets(ROOT / "testbeds/aws/instances.yaml")
     by_fleet = aws_plan.assign(plan.expand(doc, catalog, "aws"), doc, fleets, "testbeds/aws/instances.yaml")
     out = set()
@@ -60,8 +64,7 @@ def _aws_kinds() -> set[tuple[str, str]]:
 
 
 def _lab_kinds() -> set[tuple[str, str]]:
-    doc = plan.load()
-    catalog = drivers.catalog(durability.load())
+    doc, catalog = _doc_catalog()
     prof = yaml.safe_load((ROOT / "env/profiles/lab/config.yaml").read_text())["config"]
     runs = plan.expand(doc, catalog, prof["workloads"]["scale"])
     return _kinds(runs, prof["testbeds"]["lab"]["clients"])
