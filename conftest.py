@@ -19,6 +19,14 @@ def ci_strict() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
 
 
+@pytest.fixture(autouse=True)
+def _unit_tests_see_no_extra_jvm_options(request, monkeypatch):
+    """env/test exports STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py) for the JVMs of its clusters and runners; a unit
+    test that compares command lines sees them as a user would, unset. Integration tests keep them."""
+    if not (request.node.get_closest_marker("integration") or request.node.get_closest_marker("serial")):
+        monkeypatch.delenv("STREAMBENCH_JVM_EXTRA_OPTS", raising=False)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "skip_in_ci_ok(reason): this test may skip under CI (the reason says why)")
 

@@ -13,7 +13,9 @@ A stage is: one-off commands (run to completion, in parallel), then node starts,
 """
 from __future__ import annotations
 
+import os
 import posixpath
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -438,6 +440,14 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
             n.cmd = [n.cmd[0], *flags, *n.cmd[1:]]
         else:  # Pulsar's bin/pulsar: its bookies' BOOKIE_EXTRA_OPTS default (conf/bkenv.sh) includes PULSAR_EXTRA_OPTS
             n.env["PULSAR_EXTRA_OPTS"] = " ".join([*PULSAR_EXTRA_OPTS, *flags])
+    extra = jvm_extra_opts()
+    if extra:  # the one-off commands (kafka-storage format, initialize-cluster-metadata, ...) are JVMs too
+        for st in pl.stages:
+            for o in st.once:
+                if o.cmd and o.cmd[0] == o.host.java:
+                    o.cmd = [o.cmd[0], *extra, *o.cmd[1:]]
+                elif system == "pulsar":
+                    o.env = {**o.env, "PULSAR_EXTRA_OPTS": " ".join([*PULSAR_EXTRA_OPTS, *extra])}
     return pl
 
 
@@ -445,6 +455,26 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
 PULSAR_EXTRA_OPTS = ("-Dpulsar.allocator.exit_on_oom=true", "-Dio.netty.recycler.maxCapacityPerThread=4096")
 
 
+# Extra options for every JVM of a cluster (nodes and one-off commands, on either transport) and of the runner
+# (runner/bin/omb-run here, testbeds/runner.py on client hosts): env/test sets -XX:TieredStopAtLevel=1 (C1 only), which
+# halves the CPU a node's start costs on a 2-core machine whose checks are about function, not speed (README, "env/test").
+# Unset everywhere else. Whatever it holds is recorded in each cluster.json (jvmExtraOpts) and each result.
+JVM_EXTRA_ENV = "STREAMBENCH_JVM_EXTRA_OPTS"
+
+
+def jvm_extra_opts() -> list[str]:
+    """The options of STREAMBENCH_JVM_EXTRA_OPTS (split as a shell would); only -X... and -D... options."""
+    try:
+        opts = shlex.split(os.environ.get(JVM_EXTRA_ENV, ""))
+    except ValueError as e:
+        raise SystemsError(f"{JVM_EXTRA_ENV}: {e}") from None
+    bad = [o for o in opts if not o.startswith(("-X", "-D"))]
+    if bad:
+        raise SystemsError(f"{JVM_EXTRA_ENV}: {bad[0]!r} is not a JVM option (-X... or -D...)")
+    return opts
+
+
 def jvm_flags(tmp: str) -> list[str]:
-    """The options every node's JVM gets: its temp directory, and no hsperfdata file in /tmp."""
-    return [f"-Djava.io.tmpdir={tmp}", "-XX:-UsePerfData"]
+    """The options every node's JVM gets: its temp directory, no hsperfdata file in /tmp, and the extra options of
+    STREAMBENCH_JVM_EXTRA_OPTS."""
+    return [f"-Djava.io.tmpdir={tmp}", "-XX:-UsePerfData", *jvm_extra_opts()]

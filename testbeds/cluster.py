@@ -185,6 +185,8 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
             "distribution": {h.name: h.dist for h in servers},
             "testbed": inv.summary(),
             **({"extra": pl.extra} if pl.extra else {}),
+            # env/test's STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py), when set: every JVM of this cluster had them
+            **({"jvmExtraOpts": splan.jvm_extra_opts()} if splan.jvm_extra_opts() else {}),
             # as the local launcher records them: per node, its faultfs mount points (on its host)
             **({"faultfs": {n.name: list(n.data_dirs) for n in pl.nodes if n.data_dirs}} if faultfs else {}),
         }
@@ -239,7 +241,7 @@ def kafka_snapshot_over_ssh(inv: Inventory, host_name: str, dist: str, java: str
 
     def take(bootstrap: str, broker_keys, topic_keys, topic_config: dict[str, str], rf: int, create: bool,
              timeout: float) -> dict[str, Any]:
-        args = [java, "-Xmx256m", "-Dlog4j2.level=off", "-cp", posixpath.join(dist, "libs", "*"), src, bootstrap,
+        args = [java, *splan.jvm_extra_opts(), "-Xmx256m", "-Dlog4j2.level=off", "-cp", posixpath.join(dist, "libs", "*"), src, bootstrap,
                 str(skafka.NODES), skafka.VERIFY_TOPIC, str(rf), "true" if create else "false", str(int(timeout)),
                 ",".join(broker_keys), ",".join(topic_keys), *(f"{k}={v}" for k, v in topic_config.items())]
         res = remote.ssh(host, " ".join(shlex.quote(a) for a in args), timeout=timeout + 120, check=False)

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from systems.plan import jvm_extra_opts  # env/test's STREAMBENCH_JVM_EXTRA_OPTS, which omb-run adds too
 
 from . import deploy, remote
 from .inventory import Host, Inventory
@@ -47,7 +48,7 @@ def java_opts() -> list[str]:
     """The runner's JVM options, from the file runner/bin/omb-run reads too: a remote result comes from the same
     JVM set-up as a local one."""
     lines = (root() / "runner" / "bin" / "jvm.options").read_text().splitlines()
-    return [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
+    return [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")] + jvm_extra_opts()
 
 
 START_LEAD_MS = 3000  # from the moment every process is ready to the shared start: room for the go files' ssh

@@ -36,6 +36,7 @@ import threading
 
 from systems import cluster as sys_cluster
 from systems.faultclient import CycleFailure
+from systems.plan import jvm_extra_opts
 from testbeds import hooks
 from workloads import guard, plan, scale, watch
 
@@ -403,6 +404,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         val = guard.validity(host, res, limits)
         x["testbedHost"] = {"measuredPhase": host, "brokerMaxGcPauseMs": gc,
                             "maxGcPauseMs": max(gc.values()) if gc else None, "validity": val}
+        extra = jvm_extra_opts()
+        if extra:  # env/test's STREAMBENCH_JVM_EXTRA_OPTS: the runner's and the cluster's JVMs had them
+            x["jvmExtraOpts"] = extra
+            record["jvmExtraOpts"] = extra
         audit = x.get("audit", {})
         record["audit"] = {k: audit.get(k) for k in ("sent", "acked", "sendErrors", "lost", "duplicated", "outOfOrder")}
         record["validity"] = val

@@ -197,3 +197,48 @@ def test_one_host_takes_every_node_and_the_plan_still_has_distinct_ports_per_rol
     for r, ps in roles.items():
         assert not (ps & seen), r
         seen |= ps
+
+
+@pytest.mark.parametrize("system", sorted(LEVELS))
+def test_extra_jvm_options_reach_every_jvm_of_the_plan_nodes_and_one_off_commands(system, cfg, durability, conf_dir,
+                                                                                   monkeypatch):
+    """env/test's STREAMBENCH_JVM_EXTRA_OPTS: every node and every one-off JVM of the plan gets them, on either
+    placement; unset, no command or environment holds them."""
+    flag = "-XX:TieredStopAtLevel=1"
+
+    def jvm_args(pl):
+        out = {}
+        for n in pl.nodes:
+            out[n.name] = n.cmd if n.cmd and n.cmd[0] == n.host.java else n.env.get("PULSAR_EXTRA_OPTS", "").split()
+        for st in pl.stages:
+            for o in st.once:
+                out[o.name] = o.cmd if o.cmd and o.cmd[0] == o.host.java else o.env.get("PULSAR_EXTRA_OPTS", "").split()
+        return out
+
+    monkeypatch.delenv(splan.JVM_EXTRA_ENV, raising=False)
+    plain = jvm_args(build(system, three_hosts(system), cfg, durability, conf_dir))
+    assert not any(flag in a for a in plain.values())
+    monkeypatch.setenv(splan.JVM_EXTRA_ENV, flag)
+    with_flag = jvm_args(build(system, three_hosts(system), cfg, durability, conf_dir))
+    assert with_flag.keys() == plain.keys() and with_flag
+    missing = [name for name, a in with_flag.items() if flag not in a]
+    assert not missing, f"JVMs without {flag}: {missing}"
+
+
+def test_extra_jvm_options_that_are_not_jvm_options_are_one_line_naming_the_variable(cfg, durability, conf_dir,
+                                                                                      monkeypatch):
+    monkeypatch.setenv(splan.JVM_EXTRA_ENV, "-XX:TieredStopAtLevel=1 rm")
+    with pytest.raises(SystemsError, match=r"^STREAMBENCH_JVM_EXTRA_OPTS: 'rm' is not a JVM option"):
+        build("kafka", three_hosts("kafka"), cfg, durability, conf_dir)
+    monkeypatch.setenv(splan.JVM_EXTRA_ENV, "-Dx='unclosed")
+    with pytest.raises(SystemsError, match=r"^STREAMBENCH_JVM_EXTRA_OPTS: "):
+        splan.jvm_extra_opts()
+
+
+def test_the_remote_runner_gets_the_extra_jvm_options_after_its_own(monkeypatch):
+    from testbeds import runner
+
+    monkeypatch.delenv(splan.JVM_EXTRA_ENV, raising=False)
+    own = runner.java_opts()
+    monkeypatch.setenv(splan.JVM_EXTRA_ENV, "-XX:TieredStopAtLevel=1")
+    assert runner.java_opts() == [*own, "-XX:TieredStopAtLevel=1"]

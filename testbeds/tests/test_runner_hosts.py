@@ -71,3 +71,14 @@ def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path):
     remote = [a for a in cmd if a.startswith("-X")]
     assert local and remote == local, (remote, local)
     assert "-XX:MaxGCPauseMillis=10" in remote
+    # env/test's extra JVM options (systems/plan.py) reach both, in the same place
+    env["STREAMBENCH_JVM_EXTRA_OPTS"] = "-XX:TieredStopAtLevel=1"
+    os.environ["STREAMBENCH_JVM_EXTRA_OPTS"] = "-XX:TieredStopAtLevel=1"
+    try:
+        out = subprocess.run([str(root() / "runner" / "bin" / "omb-run"), "--help"], capture_output=True, text=True,
+                             env=env, timeout=60)
+        cmd = _remote_cmd(inv.clients[0], "/w/bench/x", "rev", False, 0, 1, None, [])
+    finally:
+        del os.environ["STREAMBENCH_JVM_EXTRA_OPTS"]
+    local2 = [a for a in out.stdout.splitlines() if a.startswith("-X")]
+    assert local2 == [*local, "-XX:TieredStopAtLevel=1"] and [a for a in cmd if a.startswith("-X")] == local2
