@@ -357,7 +357,7 @@ def up(system: str, level: str, rundir: Path, tuning: str = "stock", hosts: list
             **({"extra": run.extra} if run.extra else {}),
             **({"faultfs": run.faultfs} if run.faultfs is not None else {}),
             # env/test's STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py), when set: every JVM of this cluster had them
-            **({"jvmExtraOpts": splan.jvm_extra_opts()} if splan.jvm_extra_opts() else {}),
+            **({"jvmExtraOpts": pl.jvm_extra_opts} if pl.jvm_extra_opts else {}),
         }
         atomic_write_json(rundir / CLUSTER_JSON, doc)
         log(f"{system} {level}/{tuning} ready and verified in {verified_s:.1f} s: {rundir / CLUSTER_JSON}")

@@ -152,6 +152,7 @@ class ClusterPlan:
     stages: list[Stage] = field(default_factory=list)
     endpoints: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    jvm_extra_opts: list[str] = field(default_factory=list)  # STREAMBENCH_JVM_EXTRA_OPTS, read once by build()
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -415,7 +416,7 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
     except dur.DurabilityError as e:
         raise SystemsError(str(e)) from None
     ss = dur.server_settings(system, level, tuning, durability)
-    pl = ClusterPlan(system, level, tuning, placement)
+    pl = ClusterPlan(system, level, tuning, placement, jvm_extra_opts=jvm_extra_opts())
     if system == "kafka":
         plan_kafka(pl, cfg, ss)
     elif system == "pulsar":
@@ -435,19 +436,11 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
         # /tmp/native<N> directory, Vert.x's vertx-cache-<uuid>): the JVM's own temp directory is the node's. And no
         # /tmp/hsperfdata_<user>/<pid> file: a killed JVM leaves it, owned by the node's user, which on a lab host is
         # a login user the lab removes (nothing here reads the JVM's perf data).
-        flags = jvm_flags(tmp)
-        if n.cmd and n.cmd[0] == n.host.java:
-            n.cmd = [n.cmd[0], *flags, *n.cmd[1:]]
-        else:  # Pulsar's bin/pulsar: its bookies' BOOKIE_EXTRA_OPTS default (conf/bkenv.sh) includes PULSAR_EXTRA_OPTS
-            n.env["PULSAR_EXTRA_OPTS"] = " ".join([*PULSAR_EXTRA_OPTS, *flags])
-    extra = jvm_extra_opts()
-    if extra:  # the one-off commands (kafka-storage format, initialize-cluster-metadata, ...) are JVMs too
+        n.cmd, n.env = _with_jvm_options(n.cmd, n.env, n.host.java, jvm_flags(tmp, pl.jvm_extra_opts))
+    if pl.jvm_extra_opts:  # the one-off commands (kafka-storage format, initialize-cluster-metadata, ...) are JVMs too
         for st in pl.stages:
             for o in st.once:
-                if o.cmd and o.cmd[0] == o.host.java:
-                    o.cmd = [o.cmd[0], *extra, *o.cmd[1:]]
-                elif system == "pulsar":
-                    o.env = {**o.env, "PULSAR_EXTRA_OPTS": " ".join([*PULSAR_EXTRA_OPTS, *extra])}
+                o.cmd, o.env = _with_jvm_options(o.cmd, o.env, o.host.java, pl.jvm_extra_opts)
     return pl
 
 
@@ -475,7 +468,17 @@ def jvm_extra_opts() -> list[str]:
     return opts
 
 
-def jvm_flags(tmp: str) -> list[str]:
+def jvm_flags(tmp: str, extra: list[str]) -> list[str]:
     """The options every node's JVM gets: its temp directory, no hsperfdata file in /tmp, and the extra options of
     STREAMBENCH_JVM_EXTRA_OPTS."""
-    return [f"-Djava.io.tmpdir={tmp}", "-XX:-UsePerfData", *jvm_extra_opts()]
+    return [f"-Djava.io.tmpdir={tmp}", "-XX:-UsePerfData", *extra]
+
+
+def _with_jvm_options(cmd: list[str], env: dict[str, str], java: str,
+                      opts: list[str]) -> tuple[list[str], dict[str, str]]:
+    """A JVM launch (a node or a one-off command) with `opts` added: right after `java` when it runs java itself;
+    else it is Pulsar's bin/pulsar, through PULSAR_EXTRA_OPTS (its bookies' BOOKIE_EXTRA_OPTS default,
+    conf/bkenv.sh, includes it), with the script's own default kept."""
+    if cmd and cmd[0] == java:
+        return [cmd[0], *opts, *cmd[1:]], env
+    return cmd, {**env, "PULSAR_EXTRA_OPTS": " ".join([*PULSAR_EXTRA_OPTS, *opts])}

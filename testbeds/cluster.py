@@ -186,7 +186,7 @@ def up(inv: Inventory, system: str, level: str, rundir: Path, tuning: str = "sto
             "testbed": inv.summary(),
             **({"extra": pl.extra} if pl.extra else {}),
             # env/test's STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py), when set: every JVM of this cluster had them
-            **({"jvmExtraOpts": splan.jvm_extra_opts()} if splan.jvm_extra_opts() else {}),
+            **({"jvmExtraOpts": pl.jvm_extra_opts} if pl.jvm_extra_opts else {}),
             # as the local launcher records them: per node, its faultfs mount points (on its host)
             **({"faultfs": {n.name: list(n.data_dirs) for n in pl.nodes if n.data_dirs}} if faultfs else {}),
         }

@@ -47,7 +47,7 @@ def test_workloads_one_process_must_run_stay_on_one_client_host(tmp_path, change
     assert len(clients_for(inv, f)) == hosts
 
 
-def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path):
+def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path, monkeypatch):
     """Issue 30, blocker 9: a remote result must come from the same JVM set-up as a local one. omb-run is run for real
     with a stand-in `java` that prints its arguments; the remote command must carry the same options."""
     import os
@@ -73,12 +73,9 @@ def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path):
     assert "-XX:MaxGCPauseMillis=10" in remote
     # env/test's extra JVM options (systems/plan.py) reach both, in the same place
     env["STREAMBENCH_JVM_EXTRA_OPTS"] = "-XX:TieredStopAtLevel=1"
-    os.environ["STREAMBENCH_JVM_EXTRA_OPTS"] = "-XX:TieredStopAtLevel=1"
-    try:
-        out = subprocess.run([str(root() / "runner" / "bin" / "omb-run"), "--help"], capture_output=True, text=True,
-                             env=env, timeout=60)
-        cmd = _remote_cmd(inv.clients[0], "/w/bench/x", "rev", False, 0, 1, None, [])
-    finally:
-        del os.environ["STREAMBENCH_JVM_EXTRA_OPTS"]
+    monkeypatch.setenv("STREAMBENCH_JVM_EXTRA_OPTS", "-XX:TieredStopAtLevel=1")
+    out = subprocess.run([str(root() / "runner" / "bin" / "omb-run"), "--help"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    cmd = _remote_cmd(inv.clients[0], "/w/bench/x", "rev", False, 0, 1, None, [])
     local2 = [a for a in out.stdout.splitlines() if a.startswith("-X")]
     assert local2 == [*local, "-XX:TieredStopAtLevel=1"] and [a for a in cmd if a.startswith("-X")] == local2
