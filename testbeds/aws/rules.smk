@@ -77,6 +77,10 @@ if config["testbed"] == "aws":
     AWS_DIR = "data/runs/aws/fleets"
     AWS_LOGS = f"logs/aws/{AWS_RUN_ID}"
 
+    def _aws_fleet_systems(fleet):
+        """The systems the fleet's runs start (of `all` and of `faults`): the distributions its prepare ships."""
+        return sorted({WL_BY_KEY[k].system for k, f in AWS_FLEET_OF.items() if f == fleet})
+
     def _aws_inventory(fleet):
         return f"{AWS_DIR}/{fleet}/inventory.json"
 
@@ -142,13 +146,15 @@ if config["testbed"] == "aws":
         input:
             inventory=f"{AWS_DIR}/{{fleet}}/inventory.json",
             runner="runner/target/omb-runner.jar",
-            dists=list(SYSTEMS_DIST_STAMP.values()),
+            # only the distributions the fleet's runs start: its servers get nothing they never run
+            dists=lambda wc: [SYSTEMS_DIST_STAMP[s] for s in _aws_fleet_systems(wc.fleet)],
         output:
             f"{AWS_DIR}/{{fleet}}/prepared.json",
         log:
             f"{AWS_LOGS}/prepare-{{fleet}}.log",
         params:
-            cmd=lambda wc: (lambda inv, log: f"python -m testbeds prepare --inventory {inv} --log {log}.ansible 2> {log}"
+            cmd=lambda wc: (lambda inv, log: f"python -m testbeds prepare --inventory {inv}"
+                            f" --systems {','.join(_aws_fleet_systems(wc.fleet))} --log {log}.ansible 2> {log}"
                             f" && python -m testbeds ping --inventory {inv} --log {log}.ansible 2>> {log}"
                             f" && cp {inv} {_aws_prepared(wc.fleet)}")(_aws_inventory(wc.fleet),
                                                                        f"{AWS_LOGS}/prepare-{wc.fleet}.log"),
