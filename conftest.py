@@ -29,12 +29,6 @@ def _unit_tests_see_no_extra_jvm_options(request, monkeypatch):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "skip_in_ci_ok(reason): this test may skip under CI (the reason says why)")
-    # on pytest-xdist workers (env/test runs the integration tests that judge no rate on two), each worker's clusters
-    # draw their ports from a slice of their own (systems/proc.py STREAMBENCH_PORT_SLICE): two clusters started at
-    # once cannot pick the same port
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and "STREAMBENCH_PORT_SLICE" not in os.environ:
-        os.environ["STREAMBENCH_PORT_SLICE"] = f"{int(worker[2:]) + 1}/{int(count)}"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,25 +22,6 @@ LOOPBACK = "127.0.0.1"
 
 
 PORT_FLOOR = 20000
-# Launchers on this machine at once (e.g. env/test's integration tests on two pytest-xdist workers) each draw from a
-# slice of their own: "K/N" keeps this process and its children in the K-th of N equal slices of the port range, so
-# two clusters started side by side never choose the same port between one's choice and its node's bind.
-PORT_SLICE_ENV = "STREAMBENCH_PORT_SLICE"
-
-
-def port_slice(floor: int, top: int) -> tuple[int, int]:
-    """[floor, top) narrowed to the slice STREAMBENCH_PORT_SLICE names (the whole range when it is unset)."""
-    raw = os.environ.get(PORT_SLICE_ENV, "").strip()
-    if not raw:
-        return floor, top
-    try:
-        k, n = (int(x) for x in raw.split("/"))
-        if not 1 <= k <= n:
-            raise ValueError
-    except ValueError:
-        raise SystemsError(f"{PORT_SLICE_ENV}={raw!r}: want K/N with 1 <= K <= N (e.g. 1/2)") from None
-    width = (top - floor) // n
-    return floor + (k - 1) * width, floor + k * width
 
 
 def _ephemeral_start() -> int:
@@ -65,17 +46,17 @@ def allocate_ports(n: int, host: str = LOOPBACK, rng=None, exclude=()) -> list[i
     """
     import random
     rng = rng or random.SystemRandom()
-    floor, top = port_slice(PORT_FLOOR, _ephemeral_start())
-    if top - floor < 4 * n:
-        raise SystemsError(f"allocate_ports: only {top - floor} ports in [{floor}, {top}) (below the ephemeral range "
-                           f"of /proc/sys/net/ipv4/ip_local_port_range, within {PORT_SLICE_ENV} if set) for {n}")
+    top = _ephemeral_start()
+    if top - PORT_FLOOR < 4 * n:
+        raise SystemsError(f"allocate_ports: only {top - PORT_FLOOR} ports below the ephemeral range "
+                           f"(/proc/sys/net/ipv4/ip_local_port_range starts at {top}) for {n}")
     socks: list[socket.socket] = []
-    tried: set[int] = {p for p in exclude if floor <= p < top}
+    tried: set[int] = {p for p in exclude if PORT_FLOOR <= p < top}
     try:
         while len(socks) < n:
-            if len(tried) >= top - floor:
-                raise SystemsError(f"allocate_ports: no {n} free ports in [{floor}, {top})")
-            port = rng.randrange(floor, top)
+            if len(tried) >= top - PORT_FLOOR:
+                raise SystemsError(f"allocate_ports: no {n} free ports in [{PORT_FLOOR}, {top})")
+            port = rng.randrange(PORT_FLOOR, top)
             if port in tried:
                 continue
             tried.add(port)

@@ -181,27 +181,6 @@ def test_allocate_ports_never_hands_out_a_port_of_an_earlier_node():
     assert not set(first) & set(second) and len(set(second)) == 2
 
 
-def test_a_port_slice_keeps_the_ports_in_its_share_of_the_range(monkeypatch):
-    """Two launchers side by side (env/test's integration tests on two pytest-xdist workers) draw from disjoint
-    slices, so neither can choose a port the other has chosen but not yet bound."""
-    eph = proc._ephemeral_start()
-    width = (eph - proc.PORT_FLOOR) // 2
-    monkeypatch.setenv(proc.PORT_SLICE_ENV, "2/2")
-    ports = proc.allocate_ports(40)
-    assert all(proc.PORT_FLOOR + width <= p < proc.PORT_FLOOR + 2 * width for p in ports), ports
-    monkeypatch.setenv(proc.PORT_SLICE_ENV, "1/2")
-    ports = proc.allocate_ports(40)
-    assert all(proc.PORT_FLOOR <= p < proc.PORT_FLOOR + width for p in ports), ports
-
-
-@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0"])
-def test_a_bad_port_slice_is_one_line_naming_the_variable(monkeypatch, bad):
-    monkeypatch.setenv(proc.PORT_SLICE_ENV, bad)
-    with pytest.raises(SystemsError) as e:
-        proc.allocate_ports(3)
-    assert str(e.value).startswith(f"STREAMBENCH_PORT_SLICE={bad!r}: want K/N") and "\n" not in str(e.value)
-
-
 def test_port_in_use_is_named():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -89,6 +89,17 @@ def test_unset_parallel_fleets_plans_every_fleet_at_once_each_holding_its_own_cl
     for rule in ("aws_up", "aws_prepare", "aws_probes"):  # each fleet step runs through the per-fleet failure path
         steps = [j for j in jobs if j["rule"] == rule]
         assert len(steps) == 5 and all(j["shell"].startswith("python -m testbeds.aws step --fleet s0") for j in steps)
+    # each fleet's prepare ships the distributions of the systems its runs start, and no other
+    started = {f: set() for f in FLEETS}
+    for j in (j for j in jobs if j["rule"] in ("benchmark_run", "fault_run")):
+        fleet = re.search(r"--inventory data/runs/aws/fleets/(s\d{3})/", j["shell"]).group(1)
+        started[fleet].add(re.search(r"--system (\w+)", j["shell"]).group(1))
+    assert {"pravega"} & set().union(*started.values()) and any("pravega" not in s for s in started.values()), started
+    for j in (j for j in jobs if j["rule"] == "aws_prepare"):
+        fleet = j["wildcards"].split("=")[1]
+        assert re.search(r"testbeds prepare --inventory \S+ --systems (\S+) ", j["shell"]).group(1) == \
+            ",".join(sorted(started[fleet])), j["shell"]
+        assert set(re.findall(r"dist/(kafka|pulsar|pravega)-", j["input"])) == started[fleet], j["input"]
 
 
 def test_parallel_fleets_1_plans_one_fleet_after_another():
