@@ -449,9 +449,9 @@ PULSAR_EXTRA_OPTS = ("-Dpulsar.allocator.exit_on_oom=true", "-Dio.netty.recycler
 
 
 # Extra options for every JVM of a cluster (nodes and one-off commands, on either transport) and of the runner
-# (runner/bin/omb-run here, testbeds/runner.py on client hosts): env/test sets -XX:TieredStopAtLevel=1 (C1 only) for its
-# integration tests and ci run, which cuts the CPU of a node's start by a third to a half on a 2-core machine whose
-# checks there are about function, not speed (docs/env-test.md).
+# (runner/bin/omb-run here, testbeds/runner.py on client hosts): env/test sets -XX:TieredStopAtLevel=1 (C1 only) for
+# every section, which cuts the CPU of a node's start by a third to a half on a 2-core machine whose checks are about
+# function and low fixed rates, not peak speed (docs/env-test.md).
 # Unset everywhere else. Whatever it holds is recorded in each cluster.json (jvmExtraOpts) and each result.
 JVM_EXTRA_ENV = "STREAMBENCH_JVM_EXTRA_OPTS"
 

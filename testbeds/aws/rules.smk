@@ -77,9 +77,8 @@ if config["testbed"] == "aws":
     AWS_DIR = "data/runs/aws/fleets"
     AWS_LOGS = f"logs/aws/{AWS_RUN_ID}"
 
-    def _aws_fleet_systems(fleet):
-        """The systems the fleet's runs start (of `all` and of `faults`): the distributions its prepare ships."""
-        return sorted({WL_BY_KEY[k].system for k, f in AWS_FLEET_OF.items() if f == fleet})
+    # per fleet, the systems its runs start (of `all` and of `faults`): the distributions its prepare ships
+    AWS_FLEET_SYSTEMS = {f: sorted({WL_BY_KEY[k].system for k, kf in AWS_FLEET_OF.items() if kf == f}) for f in AWS_FLEETS}
 
     def _aws_inventory(fleet):
         return f"{AWS_DIR}/{fleet}/inventory.json"
@@ -147,14 +146,14 @@ if config["testbed"] == "aws":
             inventory=f"{AWS_DIR}/{{fleet}}/inventory.json",
             runner="runner/target/omb-runner.jar",
             # only the distributions the fleet's runs start: its servers get nothing they never run
-            dists=lambda wc: [SYSTEMS_DIST_STAMP[s] for s in _aws_fleet_systems(wc.fleet)],
+            dists=lambda wc: [SYSTEMS_DIST_STAMP[s] for s in AWS_FLEET_SYSTEMS[wc.fleet]],
         output:
             f"{AWS_DIR}/{{fleet}}/prepared.json",
         log:
             f"{AWS_LOGS}/prepare-{{fleet}}.log",
         params:
             cmd=lambda wc: (lambda inv, log: f"python -m testbeds prepare --inventory {inv}"
-                            f" --systems {','.join(_aws_fleet_systems(wc.fleet))} --log {log}.ansible 2> {log}"
+                            f" --systems {','.join(AWS_FLEET_SYSTEMS[wc.fleet])} --log {log}.ansible 2> {log}"
                             f" && python -m testbeds ping --inventory {inv} --log {log}.ansible 2>> {log}"
                             f" && cp {inv} {_aws_prepared(wc.fleet)}")(_aws_inventory(wc.fleet),
                                                                        f"{AWS_LOGS}/prepare-{wc.fleet}.log"),
