@@ -76,6 +76,8 @@ def test_data_dir_not_creatable_names_file_and_field(inv):
     assert r.returncode == 2
     line = r.stderr.strip().splitlines()[-1]
     assert "host server-1" in line and f"{f}: hosts[0].dataDirs.log" in line
+    # the other hosts stopped at that task too (any_errors_fatal): none got the later tasks' host-side helper
+    assert not [h["name"] for h in doc["hosts"] if (Path(h["workDir"]) / "lib" / "sbnode.py").exists()]
 
 
 def test_stale_lab_removed_by_next_up(tmp_path):
