@@ -105,18 +105,19 @@ def server_disks(inventory: str) -> list[dict]:
         dirs = sorted(set(h.data_dirs.values()))
         # the nearest existing ancestor: a directory prepare has not made yet lies on its parent's file system
         probe = " ".join(f'd={shlex.quote(d)}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
-                         f'df -B1 --output=size,used,avail "$d" | tail -n 1;' for d in dirs)
+                         f'df -B1 --output=size,used,avail,target "$d" | tail -n 1;' for d in dirs)
         res = remote.ssh(h, probe, timeout=60, check=False)
-        rows = [ln.split() for ln in res.stdout.splitlines() if ln.strip()]
-        if res.returncode != 0 or len(rows) != len(dirs) or any(len(r) != 3 for r in rows):
+        rows = [ln.split(None, 3) for ln in res.stdout.splitlines() if ln.strip()]
+        if res.returncode != 0 or len(rows) != len(dirs) or any(len(r) != 4 for r in rows):
             raise TestbedError(f"host {h.name}: cannot read the free space of {', '.join(dirs)} with df: "
                                f"{(res.stderr.strip().splitlines() or [''])[-1]}")
         seen = set()
-        for d, (size, used, avail) in zip(dirs, rows):
-            key = (size, used, avail)  # directories on one file system share it: count it once
-            if key in seen:
+        for d, (size, used, avail, target) in zip(dirs, rows):
+            # directories on one file system share it: count it once, known by its mount point (not by its numbers,
+            # which change between two df calls while anything writes there)
+            if target in seen:
                 continue
-            seen.add(key)
+            seen.add(target)
             out.append({"host": h.name, "path": d, "total": int(size), "used": int(used), "free": int(avail)})
     return out
 

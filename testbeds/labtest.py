@@ -372,6 +372,10 @@ def main(argv=None) -> int:
             rec = fault_cell(system, fault, a.out, inv_path, level, rep=2, interrupt_when=lambda: partitioned(inv))
             say(f"{system} {level} {fault} interrupted after {rec.get('interruptedAfter')} s: {rec['status']} "
                 f"({rec.get('reason')}), exit {rec.get('exitCode')}, in {rec['seconds']} s")
+            if (system, fault, level) == (faults[-1] if faults else None) and rec.get("clusterCycle") != 2:
+                # the same cell ran last: its cluster takes the interrupted one as its second cycle, as repetitions do
+                failures.append(f"{a.interrupt}: ran as cycle {rec.get('clusterCycle')} of its cluster; want 2, on the "
+                                "cluster the same cell left just before")
             if rec.get("interruptedAfter") is None:
                 failures.append(f"{a.interrupt}: the partition never came on, so nothing was interrupted")
             elif rec["status"] != "failed" or rec.get("reason") != "interrupted" or rec.get("exitCode") == 0:

@@ -57,3 +57,29 @@ def test_a_server_that_does_not_answer_fails_the_cell_naming_it(sshd, tmp_path):
     with pytest.raises(CellFailure) as e:
         Clusters(tmp_path / "clusters", {}, str(f)).check_disk(1e6, "cell x")
     assert f"host {doc['hosts'][1]['name']}" in str(e.value)
+
+
+def test_directories_on_one_file_system_count_once_while_it_is_written(tmp_path, monkeypatch):
+    """The servers' disks are read while clusters write there: two df calls on one file system differ in their numbers,
+    and the file system is still one (known by its mount point). Before, the numbers were its identity, so a busy disk
+    was counted twice, its free space with it (seen in env/test with the lab's hosts beside other work)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from testbeds import remote
+
+    key = tmp_path / "key"
+    key.write_text("not used: ssh is replaced below\n")
+    doc = inventory_doc(tmp_path, SimpleNamespace(port=22, client_key=key))
+    for h in doc["hosts"]:
+        h["root"] = "/"
+        if "server" in h["roles"]:
+            h["dataDirs"] = {"journal": "/data/j", "ledger": "/data/l", "log": "/other/log"}
+    f = tmp_path / "inventory.json"
+    f.write_text(json.dumps(doc))
+    # df of /data/j, /data/l, /other/log (sorted) on each server: /data written between the first two calls
+    out = "1000 100 900 /data\n1000 104 896 /data\n500 10 490 /other fs\n"
+    monkeypatch.setattr(remote, "ssh", lambda h, cmd, **kw: subprocess.CompletedProcess(cmd, 0, out, ""))
+    disks = hooks.server_disks(str(f))
+    assert [(d["host"], d["path"], d["free"]) for d in disks] == [
+        (h, p, free) for h in ("server-1", "server-2", "server-3") for p, free in (("/data/j", 900), ("/other/log", 490))]
