@@ -156,14 +156,15 @@ def cell(system: str, out: Path, inv_path: Path) -> dict:
 
 
 def fault_cell(system: str, fault: str, out: Path, inv_path: Path, level: str = "L1", rep: int = 1,
-               interrupt_when=None) -> dict:
+               interrupt_when=None, keep_cluster: bool = False) -> dict:
     """One fault run on the lab's hosts at the ci scale: a kill fault with E000-FAULTCI's workload and timing, a
-    hold fault (partition, pause) with E000-FAULTHOLD's."""
+    hold fault (partition, pause) with E000-FAULTHOLD's. With `keep_cluster`, a cycle that ends well leaves its
+    cluster for the next run of the same cell (as the workflow's repetitions do)."""
     wl = "1-topic-8-partitions-1kb-1p-1c-2k"
     exp = "E000-FAULTHOLD" if fault in HOLD_FAULTS else "E000-FAULTCI"
     return _run("workloads.faultrun", f"{system}/{level}+stock/{wl}--{fault}/rep-{rep}", system, "stock",
-                ["--workload", wl, "--fault", fault, "--in-experiments", exp], out, inv_path, level,
-                interrupt_when=interrupt_when)
+                ["--workload", wl, "--fault", fault, "--in-experiments", exp]
+                + (["--keep-cluster"] if keep_cluster else []), out, inv_path, level, interrupt_when=interrupt_when)
 
 
 def check_cell(system: str, rec: dict) -> list[str]:
@@ -354,8 +355,14 @@ def main(argv=None) -> int:
             rec = records.get(system) if a.hosts_profile else cell(system, a.out, inv_path)
             if rec is not None:
                 failures += check_cell(system, rec)
-        for system, fault, level in faults:
-            rec = fault_cell(system, fault, a.out, inv_path, level)
+        # the interrupted cell, when the same cell runs last before it, is that cluster's second cycle
+        again = None
+        if a.interrupt:
+            isys, ifault = a.interrupt.split(":", 1)
+            again = (isys, *(ifault.split("@", 1) + ["L1"])[:2])
+        for i, (system, fault, level) in enumerate(faults):
+            rec = fault_cell(system, fault, a.out, inv_path, level,
+                             keep_cluster=i == len(faults) - 1 and (system, fault, level) == again)
             f = rec.get("fault") if isinstance(rec.get("fault"), dict) else {}
             say(f"{system} {level} {fault}: {rec['status']} in {rec['seconds']} s, {f.get('lost')} lost of "
                 f"{f.get('acknowledged')} acknowledged, targets {f.get('targets')}"
