@@ -178,6 +178,51 @@ def coordinate_start(hosts: list[tuple[Host, str]], alive, deadline_s: float, le
     return at
 
 
+def drain_agreed(states: list[str | None]) -> bool:
+    """The runners' drain agreement (runner Barrier.drainAgreed, the same rule): every process has written its state
+    (`acked N`, then `sub NAME N` per subscription it audits: the unique messages its consumers received) and every
+    subscription's unique messages, summed over the processes, reach the acknowledged sends of all of them."""
+    acked, received = 0, {}
+    for st in states:
+        if st is None:
+            return False
+        saw = False
+        for line in st.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "acked":
+                acked += int(f[1])
+                saw = True
+            elif len(f) == 3 and f[0] == "sub":
+                received[f[1]] = received.get(f[1], 0) + int(f[2])
+        if not saw:
+            return False
+    return all(r >= acked for r in received.values())
+
+
+def coordinate_drain(hosts: list[tuple[Host, str]], alive, poll_s: float = 1.0, deadline_s: float = 3600,
+                     ssh=None) -> bool:
+    """The coordinator of the drain, for runner processes on hosts that share no file system: process i writes its
+    drain state into `drain-i` of its host's barrier directory once its producers stopped (every 0.2 s); once
+    drain_agreed over them all, `drained` is written in every directory (aside, then renamed), which ends each
+    process's drain wait. Returns whether it did; False once every runner ended first (each then ends its wait at its
+    own deadline) or past deadline_s. A process alone cannot tell: its consumers may hold few of a subscription's
+    partitions and fall quiet while the others' still read."""
+    ssh = ssh or remote.ssh
+    deadline = time.monotonic() + deadline_s
+    while alive() and time.monotonic() < deadline:
+        states = []
+        for i, (h, bdir) in enumerate(hosts):
+            r = ssh(h, f"cat {shlex.quote(f'{bdir}/drain-{i}')} 2>/dev/null", timeout=60, check=False)
+            states.append(r.stdout if r.returncode == 0 else None)
+        if drain_agreed(states):
+            for h, bdir in hosts:
+                d = shlex.quote(bdir)
+                ssh(h, f"printf 1 > {d}/.drained.tmp && mv {d}/.drained.tmp {d}/drained", timeout=60, check=False)
+            return True
+        time.sleep(poll_s if all(st is not None for st in states) else 2 * poll_s)
+    return False
+
+
 def clients_for(inv: Inventory, workload: Path) -> list[Host]:
     """The client hosts that run this workload. A fan-out workload (study 003): every one, each process connecting
     its share of the consumers (the coordinated barrier starts them together once all are connected, however long
@@ -199,7 +244,10 @@ def clients_for(inv: Inventory, workload: Path) -> list[Host]:
 
 def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Path, log: Path | None = None,
         timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
+    from workloads.fanout import is_fanout
+
     clients = clients_for(inv, workload)
+    fanout = is_fanout(yaml.safe_load(workload.read_text()) or {})
     n = len(clients)
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
     rev, dirty = deploy.git_revision()
@@ -236,6 +284,12 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                     if all(p.poll() is None for p in procs.values()):
                         raise
                     say(f"runner start: {e}")  # a runner ended first: its own error is reported below
+                # the parts agree on their drain here (each alone would judge it by a quiet spell; a fan-out's parts
+                # still do, runner Runner.java)
+                if not fanout and coordinate_drain([(h, f"{rdirs[h.name]}/barrier") for h in clients],
+                                                   lambda: all(p.poll() is None for p in procs.values()),
+                                                   deadline_s=timeout):
+                    say("runners drained: every subscription received every acknowledged message")
             outs = {name: p.communicate(timeout=timeout)[0] for name, p in procs.items()}
             parts = []
             for i, h in enumerate(clients):

@@ -199,6 +199,12 @@ def test_two_processes_merge_exactly(cluster, tmp_path):
     # both parts started at the moment the barrier agreed on, after both were ready
     ready = [int((tmp_path / "barrier" / f"ready-{i}").read_text()) for i in range(2)]
     assert all(p["x-streambench"]["process"]["startAt"] == max(ready) + 2000 for p in parts)
+    # and ended their drain when, together, they had read every acknowledged message (each part's state in the
+    # barrier's directory, runner Barrier.drainAgreed), not each when it had heard nothing for a while
+    states = [(tmp_path / "barrier" / f"drain-{i}").read_text().split() for i in range(2)]
+    acked = sum(int(st[1]) for st in states)
+    assert acked == x["audit"]["acked"] and sum(int(st[-1]) for st in states) >= acked, states
+    assert x["audit"]["drained"] is True and x["audit"]["lost"] == 0
 
 
 @pytest.mark.integration

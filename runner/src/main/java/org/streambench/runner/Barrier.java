@@ -70,4 +70,54 @@ final class Barrier {
             Thread.sleep(50);
         }
     }
+
+    // ---- the drain the processes agree on (several processes, --barrier) ----
+
+    /**
+     * This process's drain state, {@code drain-<index>} in the barrier directory (written aside, then renamed): its
+     * acknowledged sends ({@code acked N}) and, per subscription it audits, the unique messages its consumers received
+     * ({@code sub NAME N}). A process alone cannot tell its drain: the consumers of one subscription are spread over
+     * the processes, so what it should have received depends on the others' partitions.
+     */
+    static void writeDrain(String dir, int index, long acked, java.util.List<Audit> audits) throws java.io.IOException {
+        StringBuilder b = new StringBuilder("acked ").append(acked).append('\n');
+        for (Audit a : audits) b.append("sub ").append(a.name).append(' ').append(a.unique()).append('\n');
+        Path d = Path.of(dir);
+        Files.createDirectories(d);
+        Path tmp = d.resolve(".drain-" + index + ".tmp");
+        Files.writeString(tmp, b.toString());
+        Files.move(tmp, d.resolve("drain-" + index), StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /**
+     * Whether every process has written its drain state and, for every subscription any of them audits, the unique
+     * messages received over all processes reach the acknowledged sends of all processes (the texts of
+     * {@code drain-0 .. drain-<count-1>}; null where one is missing).
+     */
+    static boolean drainAgreed(java.util.List<String> states) {
+        long acked = 0;
+        java.util.Map<String, Long> received = new java.util.HashMap<>();
+        for (String st : states) {
+            if (st == null) return false;
+            boolean sawAcked = false;
+            for (String line : st.split("\n")) {
+                String[] f = line.trim().split(" ");
+                if (f.length == 2 && f[0].equals("acked")) { acked += Long.parseLong(f[1]); sawAcked = true; }
+                else if (f.length == 3 && f[0].equals("sub")) received.merge(f[1], Long.parseLong(f[2]), Long::sum);
+            }
+            if (!sawAcked) return false; // a state cut short: not yet
+        }
+        for (long r : received.values()) if (r < acked) return false;
+        return true;
+    }
+
+    /** drainAgreed over the {@code drain-<i>} files of a directory every process writes to (one host). */
+    static boolean drainAgreed(String dir, int count) throws java.io.IOException {
+        java.util.List<String> states = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Path p = Path.of(dir, "drain-" + i);
+            states.add(Files.exists(p) ? Files.readString(p) : null);
+        }
+        return drainAgreed(states);
+    }
 }

@@ -724,7 +724,7 @@ public final class Runner {
         // ---- drain wait for the audit ----
         long drainStart = System.currentTimeMillis();
         boolean drained = false;
-        long lastRecv = -1, stableSince = System.currentTimeMillis();
+        long lastRecv = -1, stableSince = System.currentTimeMillis(), lastDrainWrite = 0;
         while (System.currentTimeMillis() - drainStart < 60_000) {
             checkAbort();
             if (o.count == 1) {
@@ -732,7 +732,20 @@ public final class Runner {
                 boolean all = true;
                 for (Audit a : audits) if (a.unique() < acked) { all = false; break; }
                 if (all) { drained = true; break; }
+            } else if (o.barrier != null && fan == null) {
+                // several processes: what one should receive depends on the others' partitions, so they agree through
+                // the barrier's directory (a coordinator's `drained` on hosts that share none, testbeds/runner.py);
+                // not a fan-out's thousands of subscriptions, whose state would be megabytes every 0.2 s
+                long now = System.currentTimeMillis();
+                if (now - lastDrainWrite >= 200) { Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits); lastDrainWrite = now; }
+                if (o.barrierCoordinated ? java.nio.file.Files.exists(java.nio.file.Path.of(o.barrier, "drained"))
+                        : Barrier.drainAgreed(o.barrier, o.count)) {
+                    Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits);
+                    drained = true;
+                    break;
+                }
             } else {
+                // several processes with a --start-at and no barrier, or a fan-out: a quiet spell of 3 s decides
                 long r = m.received.sum();
                 if (r != lastRecv) { lastRecv = r; stableSince = System.currentTimeMillis(); }
                 else if (System.currentTimeMillis() - stableSince > 3000) { drained = true; break; }
