@@ -327,7 +327,13 @@ def main(argv=None) -> int:
                          "workloads.run cell each")
     a = ap.parse_args(argv)
     # SYSTEM:FAULT[@LEVEL] (L1 unless given): every L1 cell must lose nothing; another level's count is reported
-    faults = [(x.split(":", 1)[0], *(x.split(":", 1)[1].split("@", 1) + ["L1"])[:2]) for x in a.faults.split(",") if x]
+    def cell_of(x: str) -> tuple[str, str, str]:
+        system, fault = x.split(":", 1)
+        return (system, *(fault.split("@", 1) + ["L1"])[:2])
+    faults = [cell_of(x) for x in a.faults.split(",") if x]
+    interrupt = cell_of(a.interrupt) if a.interrupt else None
+    # the interrupted cell, when the same cell runs last before it, is that cluster's second cycle
+    reuse = bool(faults) and faults[-1] == interrupt
     shutil.rmtree(a.out, ignore_errors=True)
     failures = []
     seen = {"id": a.id, "pids": [], "tmp": tmp_entries()}
@@ -355,14 +361,8 @@ def main(argv=None) -> int:
             rec = records.get(system) if a.hosts_profile else cell(system, a.out, inv_path)
             if rec is not None:
                 failures += check_cell(system, rec)
-        # the interrupted cell, when the same cell runs last before it, is that cluster's second cycle
-        again = None
-        if a.interrupt:
-            isys, ifault = a.interrupt.split(":", 1)
-            again = (isys, *(ifault.split("@", 1) + ["L1"])[:2])
         for i, (system, fault, level) in enumerate(faults):
-            rec = fault_cell(system, fault, a.out, inv_path, level,
-                             keep_cluster=i == len(faults) - 1 and (system, fault, level) == again)
+            rec = fault_cell(system, fault, a.out, inv_path, level, keep_cluster=reuse and i == len(faults) - 1)
             f = rec.get("fault") if isinstance(rec.get("fault"), dict) else {}
             say(f"{system} {level} {fault}: {rec['status']} in {rec['seconds']} s, {f.get('lost')} lost of "
                 f"{f.get('acknowledged')} acknowledged, targets {f.get('targets')}"
@@ -372,15 +372,13 @@ def main(argv=None) -> int:
                                 f"acknowledged={f.get('acknowledged')} {rec.get('error', '')}".strip())
             # healed and resumed: no nft table and no stopped process outlives the fault run
             failures += [f"{system} {level} {fault}: left after the run: {x}" for x in fault_leftovers(inv)]
-        if a.interrupt:
-            system, fault = a.interrupt.split(":", 1)
-            fault, level = (fault.split("@", 1) + ["L1"])[:2]
+        if interrupt:
+            system, fault, level = interrupt
             # rep 2: the key's cluster, if an earlier cell left it, takes this as its next cycle
             rec = fault_cell(system, fault, a.out, inv_path, level, rep=2, interrupt_when=lambda: partitioned(inv))
             say(f"{system} {level} {fault} interrupted after {rec.get('interruptedAfter')} s: {rec['status']} "
                 f"({rec.get('reason')}), exit {rec.get('exitCode')}, in {rec['seconds']} s")
-            if (system, fault, level) == (faults[-1] if faults else None) and rec.get("clusterCycle") != 2:
-                # the same cell ran last: its cluster takes the interrupted one as its second cycle, as repetitions do
+            if reuse and rec.get("clusterCycle") != 2:
                 failures.append(f"{a.interrupt}: ran as cycle {rec.get('clusterCycle')} of its cluster; want 2, on the "
                                 "cluster the same cell left just before")
             if rec.get("interruptedAfter") is None:
