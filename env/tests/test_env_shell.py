@@ -105,3 +105,54 @@ def test_does_not_delegate_without_flakes_or_when_told_not_to(tmp_path):
     assert run([SHELL, "echo", "hi"], env={**env, "STREAMBENCH_NO_NIX": ""}).stdout == "hi\n"
     env = fake_nix(tmp_path / "with-flakes", "flakes nix-command")
     assert run([SHELL, "echo", "hi"], env={**env, "STREAMBENCH_NO_NIX": "1"}).stdout == "hi\n"
+
+
+def maven_set_up(tmp_path, fail_side_by_side, fail_alone):
+    """env/shell's Maven step alone, in a cache of its own without the Maven stamp: the repository and nixpkgs-fmt are
+    the shared cache's (read, not written), and `mvn` is a stand-in that records its -T and fails as told."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in ("m2", "cargo"):
+        os.symlink(os.path.join(CACHE, name), cache / name)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "mvn-calls"
+    mvn = bin_dir / "mvn"
+    mvn.write_text(
+        "#!/bin/sh\n"
+        'prev=""; for a in "$@"; do [ "$prev" = -T ] && t=$a; prev=$a; done\n'
+        f'echo "$t" >>{calls}\n'
+        f'if [ "$t" = 1 ]; then fail={int(fail_alone)}; else fail={int(fail_side_by_side)}; fi\n'
+        'if [ "$fail" = 1 ]; then echo "[ERROR] Could not transfer artifact a:b:jar:1 (stand-in, -T $t)"; exit 1; fi\n'
+    )
+    mvn.chmod(0o755)
+    r = run([SHELL, "true"], env={"STREAMBENCH_CACHE": str(cache), "STREAMBENCH_NO_NIX": "1",
+                                  "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    stamps = [p.name for p in (cache / "stamps").iterdir() if p.name.startswith("maven-")]
+    return r, calls.read_text().split() if calls.exists() else [], stamps
+
+
+def test_a_side_by_side_maven_pass_that_fails_is_followed_by_one_module_after_another(tmp_path):
+    # Debian's Maven 3.8 (resolver 1.6.3) locks nothing between the -T threads: two modules fetching one artifact race
+    r, calls, stamps = maven_set_up(tmp_path, fail_side_by_side=True, fail_alone=False)
+    assert r.returncode == 0, r.stderr
+    assert calls == ["4", "1"]
+    assert "side by side, Maven failed: [ERROR] Could not transfer artifact a:b:jar:1 (stand-in, -T 4)" in r.stderr
+    assert "resolving the modules one after another" in r.stderr
+    assert len(stamps) == 1
+
+
+def test_maven_failing_one_module_after_another_too_stops_the_set_up_without_a_stamp(tmp_path):
+    r, calls, stamps = maven_set_up(tmp_path, fail_side_by_side=True, fail_alone=True)
+    assert r.returncode == 1
+    assert calls == ["4", "1"]
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "env/shell: error: Maven could not resolve the dependencies of the modules systems/kafka systems/pulsar")
+    assert stamps == []
+
+
+def test_a_side_by_side_maven_pass_that_succeeds_is_the_only_one(tmp_path):
+    r, calls, stamps = maven_set_up(tmp_path, fail_side_by_side=False, fail_alone=True)
+    assert r.returncode == 0, r.stderr
+    assert calls == ["4"]
+    assert len(stamps) == 1
