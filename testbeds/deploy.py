@@ -231,37 +231,77 @@ def host_pythons(inv: Inventory) -> dict[str, dict]:
     return out
 
 
-def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False,
-              host_py: dict | None = None) -> dict:
-    return {"sb_shared_fs": shared_fs, "sb_host_py": host_py or {}, "sb_ship": {
-        "hostside": {"sbnode": str(HERE / "hostside" / "sbnode.py"),
-                     "proc": str(root() / "systems" / "proc.py"),
-                     "ready": str(root() / "systems" / "ready.py"),
-                     "faulthook": str(root() / "systems" / "faulthook.py"),
-                     "faultclient": str(root() / "systems" / "faultclient.py"),
-                     "faultfs": str(root() / "systems" / "faultfs.py"),
-                     "shim": str(HERE / "hostside" / "util_shim.py"),
-                     "init": str(HERE / "hostside" / "__init__.py"),
-                     "kafkacheck": str(root() / "systems" / "kafka" / "check" / "KafkaVerifySnapshot.java"),
-                     "hwprobe": str(root() / "hw-probes" / "hwprobe")},
-        "dists": [dist_archive(s) for s in systems],
-        "runner": runner_archive() if with_runner else None}}
+def hostside_sources() -> dict[str, Path]:
+    """The host-side helper's files on the controller, by the keys of HOSTSIDE_LAYOUT."""
+    return {"sbnode": HERE / "hostside" / "sbnode.py",
+            "proc": root() / "systems" / "proc.py",
+            "ready": root() / "systems" / "ready.py",
+            "faulthook": root() / "systems" / "faulthook.py",
+            "faultclient": root() / "systems" / "faultclient.py",
+            "faultfs": root() / "systems" / "faultfs.py",
+            "shim": HERE / "hostside" / "util_shim.py",
+            "init": HERE / "hostside" / "__init__.py",
+            "kafkacheck": root() / "systems" / "kafka" / "check" / "KafkaVerifySnapshot.java"}
 
 
-# where prepare puts the host-side helper's files under <workDir>/lib (the role's copy task lists the same)
+# where prepare puts the host-side helper's files under <workDir>/lib (hostside_archive lays them out so)
 HOSTSIDE_LAYOUT = {"sbnode": "sbnode.py", "proc": "sbhost/proc.py", "ready": "sbhost/ready.py",
                    "faulthook": "sbhost/faulthook.py", "faultclient": "sbhost/faultclient.py",
                    "faultfs": "sbhost/faultfs.py", "shim": "sbhost/util.py", "init": "sbhost/__init__.py",
                    "kafkacheck": "KafkaVerifySnapshot.java"}
 
 
+def hostside_files(server: bool) -> list[tuple[Path, str]]:
+    """(controller file, path under <workDir>/lib) of what prepare ships to a host: the host-side helper, and on a
+    server the hardware probes (hw-probes' hwprobe package, standard library only)"""
+    src = hostside_sources()
+    files = [(src[k], rel) for k, rel in HOSTSIDE_LAYOUT.items()]
+    if server:
+        pkg = root() / "hw-probes" / "hwprobe"
+        files += [(f, "hwprobe/" + f.relative_to(pkg).as_posix()) for f in sorted(pkg.rglob("*.py"))]
+    return files
+
+
+def hostside_archive(server: bool) -> str:
+    """One tar of hostside_files (files 0644, directories 0755, owner 0, the files' own times), named by its
+    contents: prepare unpacks it under <workDir>/lib in one step instead of copying file by file"""
+    files = hostside_files(server)
+    h = hashlib.sha256()
+    for path, rel in files:
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    out = ship_dir() / f"hostside-{'server' if server else 'client'}-{h.hexdigest()[:12]}.tar"
+    if out.exists():
+        return str(out)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    dirs = sorted({str(Path(rel).parent) for _, rel in files} - {"."})
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as t:
+        for d in dirs:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(max(p.stat().st_mtime for p, _ in files))
+            t.addfile(info)
+        for path, rel in files:
+            info = t.gettarinfo(str(path), arcname=rel)
+            info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
+            with open(path, "rb") as fh:
+                t.addfile(info, fh)
+    os.replace(tmp, out)
+    return str(out)
+
+
+def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False,
+              host_py: dict | None = None) -> dict:
+    return {"sb_shared_fs": shared_fs, "sb_host_py": host_py or {}, "sb_ship": {
+        "hostside": {"server": hostside_archive(server=True), "client": hostside_archive(server=False)},
+        "dists": [dist_archive(s) for s in systems],
+        "runner": runner_archive() if with_runner else None}}
+
+
 def install_hostside(lib: Path) -> Path:
     """The host-side helper laid out under lib as prepare ships it (tests and benches run it from there)."""
-    v = ship_vars(systems=(), with_runner=False)["sb_ship"]["hostside"]
-    for key, rel in HOSTSIDE_LAYOUT.items():
+    for path, rel in hostside_files(server=False):
         dest = Path(lib) / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(v[key], dest)
+        shutil.copy(path, dest)
     return Path(lib)
 
 

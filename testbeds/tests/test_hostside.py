@@ -22,14 +22,29 @@ def shipped(tmp_path):
     return deploy.install_hostside(tmp_path / "lib")
 
 
-def test_the_layout_tests_use_is_the_one_prepare_ships():
-    """deploy.HOSTSIDE_LAYOUT (what tests and benches lay out) and the prepare role's copy task name the same files."""
+def test_the_layout_tests_use_is_the_one_prepare_ships(tmp_path, monkeypatch):
+    """deploy.HOSTSIDE_LAYOUT (what tests and benches lay out) is what the archive prepare unpacks under lib holds;
+    a server's archive adds the hardware probes, and the role unpacks the archive of the host's role."""
+    import tarfile
+
     import yaml
 
+    monkeypatch.setenv("STREAMBENCH_CACHE", str(tmp_path))
+    client, server = deploy.hostside_archive(server=False), deploy.hostside_archive(server=True)
+    with tarfile.open(client) as t:
+        files = {m.name: m for m in t.getmembers() if m.isfile()}
+        assert sorted(files) == sorted(deploy.HOSTSIDE_LAYOUT.values())
+        assert {m.mode for m in files.values()} == {0o644}
+        assert t.extractfile("sbnode.py").read() == (deploy.HERE / "hostside" / "sbnode.py").read_bytes()
+    with tarfile.open(server) as t:
+        extra = sorted(m.name for m in t.getmembers() if m.isfile() and m.name not in files)
+    assert extra == sorted(f"hwprobe/{f.name}" for f in (deploy.root() / "hw-probes" / "hwprobe").glob("*.py"))
+    # named by their contents: the same files give the same archive, kept
+    assert deploy.hostside_archive(server=False) == client and client != server
     tasks = yaml.safe_load((deploy.HERE / "ansible" / "roles" / "prepare" / "tasks" / "main.yml").read_text())
-    copy = next(t for t in tasks if str(t.get("name", "")).startswith("host-side helper"))
-    shipped = {i["src"].split("hostside.")[1].rstrip(" }"): i["dest"].split("/lib/", 1)[1] for i in copy["loop"]}
-    assert shipped == deploy.HOSTSIDE_LAYOUT
+    task = next(t for t in tasks if str(t.get("name", "")).startswith("host-side helper"))
+    assert task["ansible.builtin.unarchive"] == {
+        "src": "{{ sb_ship.hostside['server' if 'server' in group_names else 'client'] }}", "dest": "{{ sb_work }}/lib"}
 
 
 def _sb(lib, *args):
