@@ -12,6 +12,12 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
   sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
   sbnode.py status RUNDIR            JSON {node: alive}
   sbnode.py wait READY.json          wait for a start-up stage's readiness conditions on this host (systems/ready.py)
+  sbnode.py stage STEP...            a start-up stage on this host in one call: each STEP once:SPEC.json,
+                                     start:SPEC.json or wait:READY.json, run in the order given (Ansible passes the
+                                     stage's one-off commands, then its starts, then its waits); the first that
+                                     fails ends the call with its exit code
+  sbnode.py reset RUNDIR|- [DIR...]  before a cluster starts here: stop RUNDIR's stale nodes (as `stop`; - for
+                                     none), then remove each DIR (its run and data directories) if present
   sbnode.py http REQUEST             one HTTP request from this host, REQUEST a JSON object {"method", "url", "body"?,
                                      "timeout"?}; prints {"status", "text"} (status 0: nothing answered). The
                                      controller's admin and verify requests to a cluster it has no route to
@@ -27,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -175,6 +182,27 @@ def main(argv: list[str]) -> int:
             return wait(_spec(arg))
         if cmd == "stop":
             print(json.dumps(stop(Path(arg), timeout)))
+            return 0
+        if cmd == "stage":
+            steps = {"once": once, "start": start, "wait": wait}
+            for step in argv[1:]:
+                kind, _, path = step.partition(":")
+                if kind not in steps or not path:
+                    print(f"sbnode: error: stage: {step!r} is not once:, start: or wait: with a file", file=sys.stderr)
+                    return 2
+                rc = steps[kind](_spec(path))
+                if rc != 0:
+                    return rc
+            return 0
+        if cmd == "reset":
+            out = stop(Path(arg), timeout) if arg != "-" else {}
+            for d in argv[2:]:
+                if d.startswith("--"):
+                    break
+                if os.path.lexists(d):
+                    shutil.rmtree(d) if os.path.isdir(d) and not os.path.islink(d) else os.unlink(d)
+                    out.setdefault("removed", []).append(d)
+            print(json.dumps(out))
             return 0
         if cmd == "stop-all":
             runs = Path(arg) / "runs"
