@@ -12,10 +12,10 @@ then KILL) exactly as the local launcher does. Python 3 standard library only.
   sbnode.py stop-all WORKDIR [--timeout S]   the same for every run directory under WORKDIR/runs
   sbnode.py status RUNDIR            JSON {node: alive}
   sbnode.py wait READY.json          wait for a start-up stage's readiness conditions on this host (systems/ready.py)
-  sbnode.py stage STEP...            a start-up stage on this host in one call: each STEP once:SPEC.json,
-                                     start:SPEC.json or wait:READY.json, run in the order given (Ansible passes the
-                                     stage's one-off commands, then its starts, then its waits); the first that
-                                     fails ends the call with its exit code
+  sbnode.py stage STEP...            steps of a start-up stage on this host in one call: each STEP once:SPEC.json,
+                                     start:SPEC.json or wait:READY.json, run in the order given (Ansible passes a
+                                     stage's one-off commands in one call, then its starts and waits in another);
+                                     the first that fails ends the call with its exit code
   sbnode.py reset RUNDIR|- [DIR...]  before a cluster starts here: stop RUNDIR's stale nodes (as `stop`; - for
                                      none), then remove each DIR (its run and data directories) if present
   sbnode.py http REQUEST             one HTTP request from this host, REQUEST a JSON object {"method", "url", "body"?,

@@ -123,6 +123,46 @@ def test_wait_checks_the_stage_on_the_host_and_a_dead_node_ends_it_at_once(shipp
 
 
 @pytest.mark.skipif(PY is None, reason="no system python3")
+def test_a_stage_runs_its_steps_in_order_in_one_call_and_stops_at_the_first_failure(shipped, tmp_path):
+    """cluster-start's stage on a host: its one-off commands, then its starts, then its waits, one call."""
+    run = tmp_path / "run"
+    order = tmp_path / "order"
+
+    def spec(name, cmd, **kw):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({"node": name, "rundir": str(run), "cmd": ["sh", "-c", cmd], "env": {},
+                                 "cwd": str(run / name), "log": str(run / name / "node.log"), "stopStage": 0, **kw}))
+        return p
+    fmt = spec("fmt", f"echo fmt >> {order}", timeout=30)
+    n1 = spec("n1", f"echo n1 >> {order}; echo up; sleep 300")
+    ready = tmp_path / "ready.json"
+    ready.write_text(json.dumps({"rundir": str(run), "timeout": 30,
+                                 "conds": [{"kind": "log", "node": "n1", "path": str(run / "n1" / "node.log"),
+                                            "text": "up"}]}))
+    r = _sb(shipped, "stage", f"once:{fmt}", f"start:{n1}", f"wait:{ready}")
+    assert r.returncode == 0, r.stderr
+    assert order.read_text().split() == ["fmt", "n1"]
+    assert json.loads(_sb(shipped, "status", run).stdout) == {"n1": True}
+    # a one-off command that fails: its exit code, and nothing after it runs
+    bad = spec("bad", "echo broken; exit 5", timeout=30)
+    n2 = spec("n2", f"echo n2 >> {order}; sleep 300")
+    r = _sb(shipped, "stage", f"once:{bad}", f"start:{n2}")
+    assert r.returncode == 5 and "broken" in r.stderr
+    assert "n2" not in order.read_text().split()
+    r = _sb(shipped, "stage", f"begin:{bad}")
+    assert r.returncode == 2 and "'begin:" in r.stderr
+    # reset: the stale node stopped, the run's directories removed (and one already gone is no error)
+    data = tmp_path / "data" / "n1"
+    data.mkdir(parents=True)
+    r = _sb(shipped, "reset", run, data, tmp_path / "never-made")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["stopped"] == ["n1"] and out["removed"] == [str(data)] and not data.exists()
+    assert json.loads(_sb(shipped, "status", run).stdout) == {}
+    assert json.loads(_sb(shipped, "reset", "-", tmp_path / "never-made").stdout) == {}
+
+
+@pytest.mark.skipif(PY is None, reason="no system python3")
 def test_a_faultfs_node_gets_its_data_dirs_mounted_dropped_by_the_hook_module_and_unmounted_by_stop(shipped, tmp_path):
     """The power-loss cells on an inventory's host: sbnode start mounts each data directory on faultfs (the FUSE
     binding from lib/py, as prepare ships it; its durable state beside it on the same disk) and lists it in the run;

@@ -32,6 +32,8 @@ class CallbackModule(CallbackBase):
                 r = item
                 break
         msg = r.get("msg") or r.get("stderr") or r.get("module_stderr") or kind
+        if msg == "non-zero return code" and r.get("stderr"):  # a command's own words say why, not its exit status
+            msg = f"exit {r.get('rc')}: {r['stderr']}"
         msg = " ".join(str(msg).split())[:400]
         self.failures.append({"host": result._host.get_name(), "task": result._task.get_name(), "kind": kind,
                               "msg": msg})
