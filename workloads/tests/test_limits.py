@@ -51,6 +51,7 @@ def _live_java(rundirs: list[Path]) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.serial  # the next cell must meet its rate (rateMet): nothing may run beside it
 def test_a_frozen_broker_fails_the_cell_with_a_timeout_and_the_next_cell_runs(tmp_path):
     clusters = tmp_path / "runs/clusters"
     limits = {"deadline_factor": 1.0, "deadline_margin_seconds": 10, "systems_timeout_seconds": 600}
