@@ -38,14 +38,15 @@ def ship_dir() -> Path:
     return d
 
 
-def _tar(out: Path, members: list[tuple[Path, str]]) -> Path:
-    """An uncompressed tar of members (path, name in the archive), made atomically; kept while it exists."""
+def _tar(out: Path, members: list[tuple[Path, str]], filter=None) -> Path:
+    """An uncompressed tar of members (path, name in the archive), made atomically; kept while it exists. filter:
+    tarfile's, applied to each member's TarInfo."""
     if out.exists():
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     with tarfile.open(tmp, "w") as t:
         for path, name in members:
-            t.add(path, arcname=name)
+            t.add(path, arcname=name, filter=filter)
     os.replace(tmp, out)
     return out
 
@@ -262,30 +263,20 @@ def hostside_files(server: bool) -> list[tuple[Path, str]]:
     return files
 
 
+def _shipped_file(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
+    return info
+
+
 def hostside_archive(server: bool) -> str:
-    """One tar of hostside_files (files 0644, directories 0755, owner 0, the files' own times), named by its
-    contents: prepare unpacks it under <workDir>/lib in one step instead of copying file by file"""
+    """One tar of hostside_files (files 0644, owner 0, the files' own times), named by its contents: prepare unpacks
+    it under <workDir>/lib in one step instead of copying file by file"""
     files = hostside_files(server)
     h = hashlib.sha256()
     for path, rel in files:
         h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     out = ship_dir() / f"hostside-{'server' if server else 'client'}-{h.hexdigest()[:12]}.tar"
-    if out.exists():
-        return str(out)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    dirs = sorted({str(Path(rel).parent) for _, rel in files} - {"."})
-    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as t:
-        for d in dirs:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(max(p.stat().st_mtime for p, _ in files))
-            t.addfile(info)
-        for path, rel in files:
-            info = t.gettarinfo(str(path), arcname=rel)
-            info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
-            with open(path, "rb") as fh:
-                t.addfile(info, fh)
-    os.replace(tmp, out)
-    return str(out)
+    return str(_tar(out, files, filter=_shipped_file))
 
 
 def ship_vars(systems=SYSTEMS, with_runner: bool = True, shared_fs: bool = False,
