@@ -54,7 +54,9 @@ def _live_java(rundirs: list[Path]) -> list[str]:
 @pytest.mark.serial  # the next cell must meet its rate (rateMet): nothing may run beside it
 def test_a_frozen_broker_fails_the_cell_with_a_timeout_and_the_next_cell_runs(tmp_path):
     clusters = tmp_path / "runs/clusters"
-    limits = {"deadline_factor": 1.0, "deadline_margin_seconds": 10, "systems_timeout_seconds": 600}
+    # a deadline of 0.5 x the 45.5 s the runner's plan allows a ci cell, + 10 s: 33 s, twice what the next cell's runner
+    # takes alone (15 s); the frozen cell waits that long, then its clean-up
+    limits = {"deadline_factor": 0.5, "deadline_margin_seconds": 10, "systems_timeout_seconds": 600}
     r, result, status, log = cell(tmp_path, 1)
     frozen: list[int] = []
 
