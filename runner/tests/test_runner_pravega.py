@@ -10,9 +10,6 @@ import json
 
 import pytest
 
-# serial: the keyed run's sent count is held to its rate x seconds within 5 %; a cluster beside them on two cores would make that a measurement of the other one
-pytestmark = pytest.mark.serial
-
 from runner.tests.test_runner_integration import TESTDATA, _require_built, check_result, omb_run
 
 DRIVER = TESTDATA / "pravega.yaml"
@@ -25,7 +22,11 @@ def pravega(shared_cluster):
     return shared_cluster.cluster_json, shared_cluster.doc
 
 
+# serial: its sent count is held to its rate x seconds within 5 %, and a cluster beside it on two cores would make that a
+# measurement of the other one (the next test judges no rate: it runs with the integration tests beside the others,
+# on the Pravega L4 cluster systems/tests/test_integration.py's L4 test shares there)
 @pytest.mark.integration
+@pytest.mark.serial
 @pytest.mark.cluster("pravega", "L4")
 def test_keyed_steady_workload_on_pravega_has_a_clean_audit_in_order_per_key(pravega, tmp_path):
     """2 writers with routing keys (RANDOM_NANO) into 4 segments, 2 reader groups of 2 readers: every event arrives
