@@ -95,3 +95,15 @@ def test_a_spawned_run_job_sees_the_nested_profile_values_with_their_types(workf
     r = run([*SNAKEMAKE, "--profile", "typed", "all"], cwd=workflow_copy, env=xdg_env(workflow_copy))
     assert r.returncode == 0, r.stderr[-3000:]
     assert (workflow_copy / "types.txt").read_text() == "int ci"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "env" / "profiles").iterdir() if (p / "config.yaml").is_file()))
+def test_every_profile_selects_jobs_greedily_not_with_a_cbc_process_every_second(name):
+    """Snakemake re-selects jobs every second while the runs wait on `cluster`; its default ILP selection starts a CBC
+    process each time (workloads/bench/snakemake_idle.py): each profile asks for greedy selection, and none sets a
+    timespan longer than Snakemake's 1 s, whose timer thread would hold Snakemake's exit that long."""
+    import yaml
+
+    prof = yaml.safe_load((ROOT / "env" / "profiles" / name / "config.yaml").read_text())
+    assert prof.get("scheduler") == "greedy", f"env/profiles/{name}/config.yaml: scheduler: {prof.get('scheduler')!r}"
+    assert "max-jobs-per-timespan" not in prof
