@@ -60,6 +60,7 @@ public final class Runner {
     private final java.util.Set<String> catchUpNames = new java.util.HashSet<>();
     private final List<String> warnings = new ArrayList<>();
     private volatile Throwable senderFailure;
+    private final StallWatch stall = new StallWatch(StallWatch.LIMIT_MS);
 
     public Runner(Workload w, DriverConfig dc, Options o) {
         this.w = w;
@@ -244,6 +245,11 @@ public final class Runner {
     private void checkAbort() {
         if (abort) throw new IllegalStateException(timedOut ? "deadline passed in phase " + phaseName : "aborted by signal");
         if (senderFailure != null) throw new IllegalStateException("producer thread failed: " + senderFailure, senderFailure);
+        long progress = m.acked.sum() + m.errors.sum(), inFlight = m.sent.sum() - progress;
+        long stalled = stall.stalledSeconds(progress, inFlight, System.nanoTime());
+        if (stalled >= 0)
+            throw new IllegalStateException("the cluster stopped answering: no acknowledgement and no send error for "
+                    + stalled + " s with " + inFlight + " sends in flight (phase " + phaseName + ")");
     }
 
     private ObjectNode runOn(Driver driver, List<String> topics, String runId, long runStartMicros) throws Exception {
@@ -713,7 +719,10 @@ public final class Runner {
         }
         phaseName = "drain-wait";
         long deadline = System.currentTimeMillis() + 60_000;
-        while (m.acked.sum() + m.errors.sum() < m.sent.sum() && System.currentTimeMillis() < deadline) Thread.sleep(50);
+        while (m.acked.sum() + m.errors.sum() < m.sent.sum() && System.currentTimeMillis() < deadline) {
+            checkAbort();
+            Thread.sleep(50);
+        }
         if (m.acked.sum() + m.errors.sum() < m.sent.sum())
             warnings.add((m.sent.sum() - m.acked.sum() - m.errors.sum()) + " sends still pending after 60 s");
         if (mixed != null && phaseHists.containsKey("before")) mixed.set("before", phaseStats(phaseHists.remove("before")));
