@@ -242,75 +242,95 @@ def clients_for(inv: Inventory, workload: Path) -> list[Host]:
     return inv.clients[:max(1, min(len(inv.clients), producers))]
 
 
+def slots_for(clients: list[Host], processes: int) -> list[Host]:
+    """The host of each runner process: `processes` of them (at least one per client host) spread as evenly as they
+    go over the client hosts, process i on slots[i]."""
+    from workloads.fanout import spread
+
+    out: list[Host] = []
+    for h, k in zip(clients, spread(processes, len(clients))):
+        out += [h] * k
+    return out
+
+
 def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Path, log: Path | None = None,
-        timeout: float = 3600, say=print, extra: list[str] | None = None) -> Path:
+        timeout: float = 3600, say=print, extra: list[str] | None = None, processes: int = 1) -> Path:
+    """The run on the inventory's client hosts: one runner process per client host that clients_for names, or, for a
+    fan-out run given `processes` > that number, `processes` of them spread over its client hosts (slots_for), each
+    in a directory of its own; the parts are merged with omb-merge and kept beside the output."""
     from workloads.fanout import is_fanout
 
     clients = clients_for(inv, workload)
     fanout = is_fanout(yaml.safe_load(workload.read_text()) or {})
-    n = len(clients)
+    if processes > len(clients) and not fanout:
+        raise TestbedError(f"{workload}: --processes {processes}: only a fan-out run is split over more runner "
+                           f"processes than client hosts ({len(clients)})")
+    slots = slots_for(clients, processes) if fanout else clients
+    n = len(slots)
     tag = f"{output.stem}-{time.strftime('%Y%m%dT%H%M%S')}"
     rev, dirty = deploy.git_revision()
     start_at = int(time.time() * 1000) if n > 1 else None  # names the run; the barrier sets the start
     clocks = None
-    if n > 1:  # producers and consumers on several hosts: their clocks must agree (before anything starts)
+    if len(clients) > 1:  # producers and consumers on several hosts: their clocks must agree (before anything starts)
         clocks = check_clocks({h.name: clock_offset(h) for h in clients})
         say(f"client clocks: max skew {clocks['maxSkewMs']:.2f} ms (reading error ±{clocks['readingErrorMs']:.2f} ms)")
-    rdirs = {h.name: posixpath.join(h.work_dir, "bench", tag) for h in clients}
-    procs: dict[str, subprocess.Popen] = {}
+    base = {h.name: posixpath.join(h.work_dir, "bench", tag) for h in clients}
+    rdirs = [posixpath.join(base[h.name], f"p{i}") for i, h in enumerate(slots)]
+    procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="sb-run-") as tmp:
         tmpd = Path(tmp)
         try:
-            for i, h in enumerate(clients):
-                rdir = rdirs[h.name]
+            for h in clients:
+                remote.ssh(h, "mkdir -p " + " ".join(shlex.quote(d) for d, s in zip(rdirs, slots) if s is h),
+                           timeout=60)
+            for i, (h, rdir) in enumerate(zip(slots, rdirs)):
                 spec = {"node": "runner", "rundir": rdir, "cmd": _remote_cmd(h, rdir, rev, dirty, i, n, start_at, extra or []),
                         "env": {}, "cwd": rdir, "log": f"{rdir}/runner.out", "stopStage": 0, "timeout": timeout}
-                atomic_write_text(tmpd / f"spec-{h.name}.json", json.dumps(spec))
-                remote.ssh(h, f"mkdir -p {shlex.quote(rdir)}", timeout=60)
+                atomic_write_text(tmpd / f"spec-{i}.json", json.dumps(spec))
                 for src, name in ((workload, "workload.yaml"), (driver, "driver.yaml"), (cluster, "cluster.json"),
-                                  (tmpd / f"spec-{h.name}.json", "spec.json")):
+                                  (tmpd / f"spec-{i}.json", "spec.json")):
                     remote.scp_to(h, src, f"{rdir}/{name}")
-            for h in clients:
+            for h, rdir in zip(slots, rdirs):
                 helper = posixpath.join(h.work_dir, "lib", "sbnode.py")
-                procs[h.name] = subprocess.Popen(
-                    remote.ssh_cmd(h, f"python3 {helper} once {rdirs[h.name]}/spec.json"),
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+                procs.append(subprocess.Popen(
+                    remote.ssh_cmd(h, f"python3 {helper} once {rdir}/spec.json"),
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True))
+            where = ", ".join(f"{h.name} ({slots.count(h)})" if slots.count(h) > 1 else h.name for h in clients)
             if n > 1:
+                barriers = [(h, f"{rdir}/barrier") for h, rdir in zip(slots, rdirs)]
                 try:
-                    at = coordinate_start([(h, f"{rdirs[h.name]}/barrier") for h in clients],
-                                          lambda: all(p.poll() is None for p in procs.values()), deadline_s=timeout)
-                    say(f"runners on {', '.join(h.name for h in clients)} ready; start at {at}")
+                    at = coordinate_start(barriers, lambda: all(p.poll() is None for p in procs), deadline_s=timeout)
+                    say(f"runners on {where} ready; start at {at}")
                 except TestbedError as e:
-                    if all(p.poll() is None for p in procs.values()):
+                    if all(p.poll() is None for p in procs):
                         raise
                     say(f"runner start: {e}")  # a runner ended first: its own error is reported below
                 # the parts agree on their drain here (each alone would judge it by a quiet spell; a fan-out's parts
                 # still do, runner Runner.java)
-                if not fanout and coordinate_drain([(h, f"{rdirs[h.name]}/barrier") for h in clients],
-                                                   lambda: all(p.poll() is None for p in procs.values()),
+                if not fanout and coordinate_drain(barriers, lambda: all(p.poll() is None for p in procs),
                                                    deadline_s=timeout):
                     say("runners drained: every subscription received every acknowledged message")
-            outs = {name: p.communicate(timeout=timeout)[0] for name, p in procs.items()}
+            outs = [p.communicate(timeout=timeout)[0] for p in procs]
             parts = []
-            for i, h in enumerate(clients):
-                p = procs[h.name]
-                local_log = tmpd / f"runner-{h.name}.log"
+            for i, (h, rdir, p) in enumerate(zip(slots, rdirs, procs)):
+                local_log = tmpd / f"runner-{i}.log"
                 try:
-                    remote.scp_from(h, f"{rdirs[h.name]}/runner.log", local_log, timeout=120)
+                    remote.scp_from(h, f"{rdir}/runner.log", local_log, timeout=120)
                 except TestbedError:
                     local_log.write_text("")
                 if log:
                     with open(log, "a") as fh:
-                        fh.write(f"=== {h.name} (exit {p.returncode})\n{local_log.read_text(errors='replace')}")
+                        name = h.name if n == len(clients) else f"{h.name} process {i}"
+                        fh.write(f"=== {name} (exit {p.returncode})\n{local_log.read_text(errors='replace')}")
                 if p.returncode == 255:
                     raise TestbedError(f"host {h.name} ({h.ssh_address}): lost during the run (ssh exit 255): "
-                                       f"{outs[h.name].strip().splitlines()[-1:] or ''}")
+                                       f"{outs[i].strip().splitlines()[-1:] or ''}")
                 if p.returncode != 0:
                     errs = [ln for ln in local_log.read_text(errors="replace").splitlines() if " ERROR " in ln]
-                    why = errs[0].strip() if errs else (outs[h.name].strip().splitlines() or [""])[-1]
+                    why = errs[0].strip() if errs else (outs[i].strip().splitlines() or [""])[-1]
                     raise RunnerFailed(f"host {h.name}: runner exited {p.returncode}: {why}", p.returncode)
                 part = tmpd / f"part-{i}-{h.name}.json"
-                remote.scp_from(h, f"{rdirs[h.name]}/part.json", part, timeout=300)
+                remote.scp_from(h, f"{rdir}/part.json", part, timeout=300)
                 parts.append(part)
             merged = tmpd / "merged.json"
             if n == 1:
@@ -320,9 +340,10 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                                       *map(str, parts)], capture_output=True, text=True, timeout=600)
                 if res.returncode != 0 or not merged.is_file():
                     raise TestbedError(f"omb-merge failed: {(res.stderr.strip().splitlines() or [''])[-1]}")
-                doc = json.loads(merged.read_text())
-                doc.setdefault("x-streambench", {})["clientClocks"] = clocks  # the skew its e2e latencies carry
-                atomic_write_text(merged, json.dumps(doc, indent=2))
+                if clocks is not None:
+                    doc = json.loads(merged.read_text())
+                    doc.setdefault("x-streambench", {})["clientClocks"] = clocks  # the skew its e2e latencies carry
+                    atomic_write_text(merged, json.dumps(doc, indent=2))
             pdir = output.with_suffix(".parts")
             shutil.rmtree(pdir, ignore_errors=True)
             pdir.mkdir(parents=True)
@@ -332,15 +353,15 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
             tmp_out = output.with_name(f".{output.name}.tmp")
             shutil.copyfile(merged, tmp_out)
             tmp_out.replace(output)
-            say(f"runner on {', '.join(h.name for h in clients)}: {output}")
+            say(f"runner on {where}: {output}")
             return output
         except BaseException:
-            for name, p in procs.items():
+            for p in procs:
                 if p.poll() is None:
                     p.kill()
-            for h in clients:  # the runner processes on every reachable client host
+            for h, rdir in zip(slots, rdirs):  # the runner processes on every reachable client host
                 try:
-                    remote.ssh(h, f"python3 {posixpath.join(h.work_dir, 'lib', 'sbnode.py')} stop {rdirs[h.name]} "
+                    remote.ssh(h, f"python3 {posixpath.join(h.work_dir, 'lib', 'sbnode.py')} stop {rdir} "
                                   "--timeout 10", timeout=60, check=False)
                 except TestbedError:
                     pass
@@ -348,7 +369,7 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
         finally:
             for h in clients:
                 try:
-                    remote.ssh(h, f"rm -rf {shlex.quote(rdirs[h.name])}", timeout=60, check=False)
+                    remote.ssh(h, f"rm -rf {shlex.quote(base[h.name])}", timeout=60, check=False)
                 except TestbedError:
                     pass
 
@@ -362,6 +383,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--log", type=Path)
     p.add_argument("--deadline-seconds", help="passed on to each runner (its own deadline watchdog)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="runner processes for a fan-out run, spread over the client hosts (at least one per host)")
     p.set_defaults(func=_main)
 
 
@@ -372,7 +395,7 @@ def _main(a, load_inv, log) -> int:
     timeout = float(a.deadline_seconds) + START_LEAD_MS / 1000 + 120 if a.deadline_seconds else 3600
     try:
         run(inv, a.workload, a.driver, a.cluster, a.output, a.log, timeout=timeout, say=log,
-            extra=extra)
+            extra=extra, processes=a.processes)
     except RunnerFailed as e:
         print(f"testbeds: error: {e}", file=__import__("sys").stderr)
         return 3 if e.rc == 3 else 2

@@ -79,3 +79,23 @@ def test_the_remote_runner_starts_with_the_jvm_options_omb_run_uses(tmp_path, mo
     cmd = _remote_cmd(inv.clients[0], "/w/bench/x", "rev", False, 0, 1, None, [])
     local2 = [a for a in out.stdout.splitlines() if a.startswith("-X")]
     assert local2 == [*local, "-XX:TieredStopAtLevel=1"] and [a for a in cmd if a.startswith("-X")] == local2
+
+
+def test_a_fanout_runs_processes_spread_over_the_client_hosts_each_in_its_own_slot(tmp_path):
+    # more processes than client hosts (the consumers' open files or heap, workloads/fanout.py): as even as they go
+    from testbeds.runner import slots_for
+    inv = _inventory(tmp_path, 2)
+    assert [h.name for h in slots_for(inv.clients, 5)] == ["client-1"] * 3 + ["client-2"] * 2
+    assert [h.name for h in slots_for(inv.clients, 1)] == ["client-1", "client-2"]  # every host takes one
+    assert [h.name for h in slots_for(inv.clients[:1], 3)] == ["client-1"] * 3
+
+
+def test_only_a_fanout_is_split_over_more_processes_than_client_hosts(tmp_path):
+    from testbeds.runner import run
+    from testbeds.util import TestbedError
+    inv = _inventory(tmp_path, 2)
+    wl = OMB_DIR / "1-topic-100-partitions-1kb-4p-4c-500k.yaml"
+    with pytest.raises(TestbedError, match=r"500k\.yaml: --processes 3: only a fan-out run is split over more runner "
+                                           r"processes than client hosts \(2\)"):
+        run(inv, wl, tmp_path / "d.yaml", tmp_path / "c.json", tmp_path / "out.json", processes=3)
+    assert not (tmp_path / "out.json").exists()

@@ -34,14 +34,54 @@ def test_runner_processes_follow_the_open_file_limit():
     wl = scale.scale_workload(load("1-topic-1-partition-10kb-1p-1c-100ksub-1"), {"fanout_map": {100000: 5000}})[0]
     sc = {"fd_limit": 20000}
     assert fanout.consumers(wl) == 5000
-    assert fanout.processes("kafka", wl, sc) == 2  # 5 000 x 6 = 30 000 open files over two processes of 20 000
-    assert fanout.processes("pulsar", wl, sc) == 1
-    assert fanout.processes("kafka", wl, {}) == 1
-    with pytest.raises(fanout.FanOutError, match="subscriptionsPerTopic: 5000 kafka consumers .*fanout_max_runner_processes is 1"):
-        fanout.check_run("kafka", wl, {"fd_limit": 20000}, "W", "S")
-    fanout.check_run("kafka", wl, {"fd_limit": 20000, "fanout_max_runner_processes": 2}, "W", "S")
+    assert fanout.processes_for_files("kafka", wl, sc) == 2  # 5 000 x 6 = 30 000 open files over two of 20 000
+    assert fanout.processes_for_files("pulsar", wl, sc) == 1
+    assert fanout.processes_for_files("kafka", wl, {}) == 1
+    # a heap big enough for every consumer leaves the open files to decide
+    assert fanout.processes("kafka", wl, sc, heap_mb=64 * 1024) == 2
+    big = {"fd_limit": 20000, "fanout_max_runner_processes": 1}
+    with pytest.raises(fanout.FanOutError, match="subscriptionsPerTopic: 5000 kafka consumers need about 31000 open "
+                                                 "files .*fanout_max_runner_processes is 1"):
+        fanout.check_run("kafka", wl, big, "W", "S")
     with pytest.raises(fanout.FanOutError, match="busiest broker"):
-        fanout.check_run("kafka", wl, {"fd_limit": 8000, "fanout_max_runner_processes": 10}, "W", "S")
+        fanout.check_run("kafka", wl, {"fd_limit": 8000, "fanout_max_runner_processes": 100}, "W", "S")
+
+
+def test_runner_processes_follow_the_heap_per_consumer():
+    wl = scale.scale_workload(load("1-topic-1-partition-10kb-1p-1c-100ksub-1"), {"fanout_map": {100000: 5000}})[0]
+    room_kb = (2048 - fanout.BASE_HEAP_MB) * 1024
+    kafka = -(-5000 * fanout.HEAP_KB["kafka"] // room_kb)
+    assert kafka > 1, "5 000 Kafka consumers do not fit one 2 GB runner"
+    assert fanout.processes_for_heap("kafka", wl, heap_mb=2048) == kafka
+    assert fanout.processes_for_heap("pulsar", wl, heap_mb=2048) == 1  # 18 KB each: 88 MB
+    assert fanout.processes("kafka", wl, {}, heap_mb=2048) == kafka  # no open-file limit: the heap decides
+    assert fanout.processes("kafka", wl, {"fd_limit": 20000}, heap_mb=2048) == max(kafka, 2)
+    with pytest.raises(fanout.FanOutError, match=r"W: subscriptionsPerTopic: 5000 kafka consumers need about \d+ MB "
+                                                 r"of runner heap .* but S\.fanout_max_runner_processes is 1"):
+        fanout.check_run("kafka", wl, {}, "W", "S")
+    fanout.check_run("kafka", wl, {"fanout_max_runner_processes": kafka}, "W", "S")
+    # any other workload is one process whatever its consumers
+    plain = load("1-topic-100-partitions-1kb-4p-4c-500k")
+    assert fanout.processes("kafka", plain, {"fd_limit": 10}, heap_mb=600) == 1
+
+
+def test_the_runner_heap_is_the_last_xmx_of_its_jvm_options(tmp_path):
+    f = tmp_path / "jvm.options"
+    f.write_text("# comment -Xmx9g\n-Xms1g\n-Xmx2g\n-XX:+UseG1GC\n-Xmx3072m\n")
+    assert fanout.runner_heap_mb(f) == 3072
+    f.write_text("-Xmx1048576k\n")
+    assert fanout.runner_heap_mb(f) == 1024
+    f.write_text("-Xms1g\n")
+    with pytest.raises(fanout.FanOutError, match=r"jvm\.options: -Xmx: no maximum heap set"):
+        fanout.runner_heap_mb(f)
+    assert fanout.runner_heap_mb() == 2048, "runner/bin/jvm.options sets -Xmx2g (the runner's test numbers assume it)"
+
+
+@pytest.mark.parametrize("n, hosts, want", [(1, 1, [1]), (1, 2, [1, 1]), (4, 2, [2, 2]), (5, 2, [3, 2]),
+                                            (7, 3, [3, 2, 2])])
+def test_processes_are_spread_evenly_over_the_client_hosts_at_least_one_each(n, hosts, want):
+    assert fanout.spread(n, hosts) == want
+    assert sum(want) == max(n, hosts)
 
 
 def test_fd_limit_this_host_is_the_hard_limit():
