@@ -76,11 +76,16 @@ def fault_hook_cmd(args: list[str], host: str | None = None, inventory: str | No
     return remote.ssh_cmd(h, f"cd {shlex.quote(lib)} && exec python3 -m sbhost.faulthook {shlex.join(args)}")
 
 
-def runner_cmd(runner: str, *args: str, inventory: str | None = None) -> list[str]:
-    """The command line of `runner/bin/omb-run ARGS` on the testbed of this inventory (None: this machine)."""
+def runner_cmd(runner: str, *args: str, inventory: str | None = None, processes: int = 1) -> list[str]:
+    """The command line of `runner/bin/omb-run ARGS` on the testbed of this inventory (None: this machine), split
+    over `processes` runner processes when more than one (workloads/fanout.py): here by workloads.parts, on an
+    inventory over its client hosts (testbeds/runner.py)."""
     if inventory is None:
+        if processes > 1:
+            return [sys.executable, "-m", "workloads.parts", "--processes", str(processes), "--", runner, *args]
         return [runner, *args]
-    return [sys.executable, "-m", "testbeds", "run", "--inventory", inventory, *args]
+    return [sys.executable, "-m", "testbeds", "run", "--inventory", inventory,
+            *(["--processes", str(processes)] if processes > 1 else []), *args]
 
 
 def keep_parts(tmp_out: Path, result: Path) -> None:

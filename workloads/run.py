@@ -376,15 +376,12 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         record["diskNeedBytes"] = int(need)
         rundir = cl.ensure(run, log, need)
         tmp_out = work / "result.json"
-        # a fan-out run whose consumers need more than one runner's open files or heap (workloads/fanout.py): split
-        # over that many processes, here by workloads.parts, on an inventory over its client hosts (testbeds/runner.py)
+        # a fan-out run whose consumers need more than one runner's open files or heap (workloads/fanout.py)
         procs = fanout.processes(run.system, wl, doc["scales"][scale_name])
-        base = hooks.runner_cmd(str(RUNNER), inventory=inventory)
         if procs > 1:
             record["runnerProcesses"] = procs
-            base = ([sys.executable, "-m", "workloads.parts", "--processes", str(procs), "--", *base] if inventory is None
-                    else [*base, "--processes", str(procs)])
-        cmd = base + ["--workload", str(wl_file), "--driver", str(drv_file),
+        cmd = hooks.runner_cmd(str(RUNNER), inventory=inventory, processes=procs) + [
+               "--workload", str(wl_file), "--driver", str(drv_file),
                "--cluster", str(rundir / "cluster.json"), "--output", str(tmp_out), "--log", str(runner_log),
                "--deadline-seconds", str(deadline)]
         rc, sampler, stopped, elapsed = run_runner(cmd, log, runner_log, deadline, rundir, clusters, limits, host_view,
