@@ -56,6 +56,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -67,6 +68,7 @@ from pathlib import Path
 import yaml
 
 from systems import faultclient
+from systems import plan as splan
 from systems.faultclient import SLOW_MS, Audit, CycleFailure
 from workloads import plan, scale
 from workloads.run import CellFailure, Clusters, hooks, now, tail
@@ -163,6 +165,18 @@ def per_second(audit: Audit, read: list[int], t0: float) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------------------------------- the clients
+def with_fault_jvm_opts(opts: list[str]) -> list[str]:
+    """The scale's faults.jvmExtraOpts added to STREAMBENCH_JVM_EXTRA_OPTS of this process, which every cluster it
+    starts inherits (systems/plan.py reads it; env/test may have set it already): a fault run judges what was lost,
+    not how fast, and on two cores C1 alone cuts a Pulsar cycle's cluster start by a third (docs/measurements.yaml
+    fault-c1). Returns the options in force (none: [])."""
+    have = splan.jvm_extra_opts()
+    add = [o for o in opts if o not in have]
+    if add:
+        os.environ[splan.JVM_EXTRA_ENV] = shlex.join([*have, *add])
+    return splan.jvm_extra_opts()
+
+
 def make_client(system: str, cluster: dict, driver: dict, log: Path, inventory: str | None = None):
     """The cycle's client: in this process on this machine (systems/faultclient.py); on an inventory's hosts the
     agent of that module on the first client host, over ssh (issue 30: the controller of a real fleet has no route
@@ -540,6 +554,9 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
         fault = {"type": run.fault, "strikeAtSeconds": strike["strikeAtSeconds"],
                  "downSeconds": float(timing["downSeconds"]), "seed": strike["seed"], "targets": []}
         record["faultPlan"] = dict(fault, rateMsgs=rate, testSeconds=seconds)
+        extra = with_fault_jvm_opts(timing["jvmExtraOpts"])
+        if extra:  # every JVM of the cluster this run starts has them (a reused one had them from its first run)
+            record["jvmExtraOpts"] = extra
         up_args = ("--faults",) + (("--faultfs",) if run.fault == "power-loss" else ())
         t_up = time.monotonic()
         rundir = cl.ensure(run, log, 0.0, up_args=up_args)
@@ -629,7 +646,8 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
                 "measurementStartTime": dt.datetime.fromtimestamp(t0, dt.timezone.utc).isoformat(),
                 "measurementEndTime": dt.datetime.fromtimestamp(t_end, dt.timezone.utc).isoformat(),
                 "cluster": {k: cluster.get(k) for k in ("system", "version", "level", "tuning", "faults", "requested",
-                                                        "effective", "client", "startedAt", "readySeconds")},
+                                                        "effective", "client", "startedAt", "readySeconds",
+                                                        "jvmExtraOpts") if k in cluster or k != "jvmExtraOpts"},
                 "fault": fault,
                 "faultTimeline": {"events": hook.events, "slowMs": SLOW_MS, "unflushedAtEnd": left,
                                   "perSecond": per_second(audit, read, t0)},

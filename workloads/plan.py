@@ -234,8 +234,8 @@ def _check_faults(path, where, exp, systems) -> None:
 
 
 def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
-    """testSeconds, strikeAtSeconds [lo, hi], downSeconds, restartDeadlineSeconds, rate of a fault experiment's runs
-    in a scale (the experiment's strike_at_seconds / down_seconds / test_seconds beat the scale's)."""
+    """testSeconds, strikeAtSeconds [lo, hi], downSeconds, restartDeadlineSeconds, rate, repetitions and the clusters'
+    jvmExtraOpts of a fault experiment's runs in a scale (the experiment's strike_at_seconds / down_seconds / test_seconds beat the scale's)."""
     sc = doc["scales"][scale_name].get("faults") or {}
     exp = doc["experiments"][exp_id]
     return {"testSeconds": exp.get("test_seconds", sc.get("testSeconds")),
@@ -243,6 +243,7 @@ def fault_timing(doc: dict, scale_name: str, exp_id: str) -> dict:
             "downSeconds": exp.get("down_seconds", sc.get("downSeconds")),
             "restartDeadlineSeconds": sc.get("restartDeadlineSeconds", 120),
             "rate": sc.get("rate"), "repetitions": sc.get("repetitions"),
+            "jvmExtraOpts": list(sc.get("jvmExtraOpts", [])),
             "slowLinkKbit": int(exp.get("slow_link_kbit", SLOW_LINK_KBIT))}
 
 

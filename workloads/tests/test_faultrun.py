@@ -2,6 +2,7 @@
 expectations in the run summary (pure logic; the ci profile runs the real fault cells)."""
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
@@ -119,6 +120,8 @@ def test_shipped_fault_experiments_and_ci_expectations():
         (lambda d: d["scales"]["ci"]["faults"]["expect"][0].update(level="L9"),
          "scales.ci.faults.expect.0.level: unknown level 'L9'"),
         (lambda d: d["scales"]["ci"].pop("faults"), "scales.ci.faults: missing"),
+        (lambda d: d["scales"]["local"]["faults"].update(jvmExtraOpts=["TieredStopAtLevel=1"]),
+         "scales.local.faults.jvmExtraOpts"),
     ],
 )
 def test_bad_fault_specs_fail_with_file_and_field(tmp_path, mutate, message):
@@ -630,3 +633,18 @@ def test_pravega_verifier_fails_at_its_deadline_while_keys_are_short(monkeypatch
     c = _pravega_with(_FakeReader([[0, 1, 2]]))
     with pytest.raises(fc.CycleFailure, match="keys short"):
         c.read_back("t", 2, time.monotonic() + 0.5, _acked(200))
+
+
+def test_a_scales_fault_jvm_options_join_the_environments_once(monkeypatch):
+    """The local scale's fault runs start their clusters with C1 only (faults.jvmExtraOpts); options env/test set
+    already are kept, none twice, and a scale without any leaves the environment alone."""
+    doc = plan.load()
+    assert plan.fault_timing(doc, "local", "E000-FAULTCLAIM")["jvmExtraOpts"] == ["-XX:TieredStopAtLevel=1"]
+    assert plan.fault_timing(doc, "aws", "E000-FAULTCLAIM")["jvmExtraOpts"] == []
+    env = "STREAMBENCH_JVM_EXTRA_OPTS"
+    monkeypatch.delenv(env, raising=False)
+    assert faultrun.with_fault_jvm_opts([]) == [] and env not in os.environ
+    assert faultrun.with_fault_jvm_opts(["-XX:TieredStopAtLevel=1"]) == ["-XX:TieredStopAtLevel=1"]
+    monkeypatch.setenv(env, "-Dx=1 -XX:TieredStopAtLevel=1")
+    assert faultrun.with_fault_jvm_opts(["-XX:TieredStopAtLevel=1", "-Xss1m"]) == [
+        "-Dx=1", "-XX:TieredStopAtLevel=1", "-Xss1m"]
