@@ -538,6 +538,9 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
             pass
     phase = "set-up"
     try:
+        gone = hooks.testbed_failed(inventory)  # an aws fleet torn down after its bring-up failed: nothing to reach
+        if gone:
+            raise CellFailure("testbed", gone, "set-up")
         if inventory is None and run.fault in plan.NEEDS_HOSTS:
             raise CellFailure("error", f"{run.relpath(testbed)}: fault {run.fault} needs hosts of their own (an "
                               "inventory: --profile lab or aws); on this machine every node shares one network",

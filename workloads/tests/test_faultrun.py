@@ -648,3 +648,20 @@ def test_a_scales_fault_jvm_options_join_the_environments_once(monkeypatch):
     monkeypatch.setenv(env, "-Dx=1 -XX:TieredStopAtLevel=1")
     assert faultrun.with_fault_jvm_opts(["-XX:TieredStopAtLevel=1", "-Xss1m"]) == [
         "-Dx=1", "-XX:TieredStopAtLevel=1", "-Xss1m"]
+
+
+def test_a_fault_run_of_a_torn_down_fleet_is_recorded_failed_naming_the_fleet(tmp_path):
+    """An aws fleet whose bring-up failed leaves a stub inventory; its fault runs are recorded failed at once with
+    the fleet's failure (as its benchmark runs are), not with an error about the stub."""
+    doc = plan.load()
+    run = plan.expand(doc, CATALOG, "ci", only=["E000-FAULTCI"])[0]
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps({"failed": {"fleet": "s000", "step": "up", "error": "aws: up.yml: failed"},
+                               "provider": {"fleet": "s000"}, "hosts": []}))
+    status = tmp_path / "status.json"
+    rec = faultrun.execute(run, "aws", "ci", tmp_path / "result.json", status, tmp_path / "clusters",
+                           tmp_path / "run.log", Path("workloads/drivers/kafka-L1-stock.yaml"), 20201, inventory=str(inv))
+    assert rec["status"] == "failed" and rec["reason"] == "testbed" and rec["phase"] == "set-up"
+    assert rec["error"].startswith("fleet s000 failed at up (aws: up.yml: failed)")
+    assert json.loads(status.read_text())["reason"] == "testbed"
+    assert not (tmp_path / "result.json").exists() and not (tmp_path / "clusters").exists()
