@@ -66,7 +66,13 @@ def _discovery(wl: dict) -> dict:
     rd = _ext(wl).get("rateDiscovery") or {}
     return {"stepSeconds": rd.get("stepSeconds", 5), "maxSteps": rd.get("maxSteps", 24), "retries": rd.get("retries", 1),
             "remeasures": rd.get("remeasures", 2), "initialRate": rd.get("initialRate", 1000),
-            "maxRateMBps": rd.get("maxRateMBps")}
+            "maxRateMBps": rd.get("maxRateMBps"), "mode": rd.get("mode", "ladder"),
+            "saturateSeconds": rd.get("saturateSeconds", 10)}
+
+
+def _discovery_seconds(d: dict) -> float:
+    """The nominal length of a max-rate run's discovery: the saturation phase, or every step of the ladder."""
+    return d["saturateSeconds"] if d["mode"] == "saturate" else d["stepSeconds"] * d["maxSteps"]
 
 
 def _backlog_bytes(wl: dict) -> float:
@@ -83,8 +89,7 @@ def plan_seconds(wl: dict) -> float:
     s = 20.0 + 0.05 * wl.get("topics", 1) * wl.get("partitionsPerTopic", 1)
     s += _warmup_s(wl) + _test_s(wl)
     if rate == 0:
-        d = _discovery(wl)
-        s += d["stepSeconds"] * d["maxSteps"]
+        s += _discovery_seconds(_discovery(wl))
     bb = _backlog_bytes(wl)
     if bb > 0 and rate > 0:
         s += 2 * bb / (rate * wl.get("messageSize", 1024))  # build at the producer rate, drain at least as fast
@@ -97,7 +102,8 @@ def deadline_seconds(wl: dict, limits: dict) -> int:
     s = limits["deadline_factor"] * plan_seconds(wl) + limits["deadline_margin_seconds"]
     if wl.get("producerRate", 0) == 0:
         d = _discovery(wl)
-        s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
+        if d["mode"] != "saturate":  # a saturation phase has no retries
+            s += d["stepSeconds"] * d["maxSteps"] * d["retries"]
         recovery = max(10, 2 * d["stepSeconds"])  # the runner's longest recovery before a measured phase
         s += recovery + d["remeasures"] * (recovery + _test_s(wl))  # measured phases run again lower
     fan = _ext(wl).get("fanOut")
@@ -115,7 +121,7 @@ def disk_need_bytes(wl: dict, replicas: int, limits: dict) -> float:
     secs = _warmup_s(wl) + _test_s(wl)
     if rate == 0:
         d = _discovery(wl)
-        secs += d["stepSeconds"] * d["maxSteps"]
+        secs += _discovery_seconds(d)
         bps = min(limits["assumed_max_mbps"], d["maxRateMBps"] or float("inf")) * 1e6
     else:
         bps = rate * size

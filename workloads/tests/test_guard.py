@@ -31,6 +31,14 @@ def test_plan_and_deadline_grow_with_every_phase():
     assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32 + 10 + 40)
     maxrate["x-streambench"]["rateDiscovery"]["remeasures"] = 0
     assert guard.deadline_seconds(maxrate, LIM) == round(2 * guard.plan_seconds(maxrate) + 120 + 32 + 10)
+    # a saturation phase instead of the ladder: its seconds, no step retries; the recovery and the measured phases
+    # run again lower as after a ladder
+    sat = wl(producerRate=0)
+    sat["x-streambench"]["rateDiscovery"] = {"stepSeconds": 4, "maxSteps": 8, "retries": 1, "mode": "saturate",
+                                             "saturateSeconds": 8}
+    assert guard.plan_seconds(sat) == pytest.approx(fixed + 8)
+    assert guard.deadline_seconds(sat, LIM) == round(2 * guard.plan_seconds(sat) + 120 + 10 + 40)
+    assert guard.disk_need_bytes(sat, 1, LIM) == pytest.approx(120e6 * (13 + 8))
     backlog = wl()
     backlog["x-streambench"]["consumerBacklogSizeBytes"] = 50 * 2**20
     assert guard.plan_seconds(backlog) > fixed + 2 * 50 * 2**20 / (4000 * 1024) - 1

@@ -53,8 +53,23 @@ public final class RateSearch {  // public: bench/PlainWriterLoop runs the same 
         this.ceiling = ceiling;
     }
 
-    /** true when a step at the ceiling passed: the settled rate is a lower bound of what the system sustains */
-    public boolean ceilingReached() { return lo >= ceiling; }
+    /**
+     * A search that is over, settled at {@code rate} without steps (a {@link Saturation} estimate, or the ceiling):
+     * {@link #measuredPhaseFailed} lowers it like any other when its measured phase does not hold.
+     */
+    static RateSearch settledAt(double rate, double ceiling) {
+        RateSearch s = new RateSearch(Math.min(rate, ceiling), 2, 0, 2.0, ceiling);
+        s.lo = Math.min(rate, ceiling);
+        s.done = true;
+        return s;
+    }
+
+    /**
+     * true when a step at the ceiling passed and the measured phase there held: the settled rate is a lower bound of
+     * what the system sustains. A measured phase at the ceiling that did not hold takes it back (the rate run again
+     * lower is a measurement like any other, not a bound).
+     */
+    public boolean ceilingReached() { return lo >= ceiling && lowered == 0; }
 
     /** the rate (msg/s, all processes) of the step to run now */
     public double current() { return current; }

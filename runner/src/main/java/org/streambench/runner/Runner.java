@@ -48,6 +48,10 @@ public final class Runner {
     private volatile double targetRate; // msg/s for this process
     private volatile int rateVersion;
     private volatile long rateStartNanos; // start of the schedule segment of the current rateVersion
+    // max-rate discovery by saturation (Saturation): the segment of the next rateVersion sends as fast as the cluster
+    // takes it (up to the ceiling), behind this bound on this process's sends in flight (0: none)
+    private volatile boolean saturating;
+    private volatile long inFlightCap;
     public volatile boolean abort;
 
     private final List<Thread> senders = new ArrayList<>();
@@ -99,6 +103,7 @@ public final class Runner {
         public void run() {
             try {
                 int version = rateVersion;
+                boolean sat = saturating; // the current segment saturates: no schedule debt is counted for it
                 RateSchedule s = new RateSchedule(targetRate * share, startNanos);
                 long i = 0;
                 final int size = w.messageSize;
@@ -108,8 +113,14 @@ public final class Runner {
                     if (version != rateVersion) {
                         version = rateVersion;
                         long from = rateStartNanos;
-                        m.scheduleDropped.add(s.behind(from));
+                        if (!sat) m.scheduleDropped.add(s.behind(from));
+                        sat = saturating;
                         s.reset(targetRate * share, from);
+                    }
+                    long cap = inFlightCap;
+                    if (cap > 0 && m.sent.sum() - m.acked.sum() - m.errors.sum() >= cap) {
+                        LockSupport.parkNanos(100_000L);
+                        continue;
                     }
                     final long intended = s.await(() -> stopSenders);
                     if (intended < 0) break;
@@ -381,6 +392,7 @@ public final class Runner {
         }
         if (phase == Phase.MEASURE) { measureStartTick = 0; measureStartMicros = sendStartMicros; }
         rateStartNanos = startNanos;
+        if (phase == Phase.DISCOVERY && w.saturate()) startSaturation(processShare);
         for (Thread s : senders) s.start();
         Log.info("producing at " + (discovery ? "discovery start rate " : "") + fmt(targetRate) + " msg/s in this process ("
                 + threads + " sender threads)");
@@ -401,7 +413,7 @@ public final class Runner {
         // discovery state: one Window per step (judged after its settle seconds), the search over step verdicts
         ObjectNode rateDiscovery = null;
         ArrayNode steps = null;
-        RateSearch search = discovery ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries, w.discoveryGrowthFactor,
+        RateSearch search = discovery && !w.saturate() ? new RateSearch(w.discoveryInitialRate, w.discoveryMaxSteps, w.discoveryRetries, w.discoveryGrowthFactor,
                 w.discoveryCeilingRate()) : null;
         Window step = new Window(), measureWin = new Window();
         int stepIndex = 0;
@@ -420,9 +432,21 @@ public final class Runner {
                 rateDiscovery.put("maxRateMBps", w.discoveryMaxRateMBps);
                 rateDiscovery.put("ceilingRate", w.discoveryCeilingRate());
             }
-            rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
-                    + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
-                    + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");
+            rateDiscovery.put("mode", w.discoveryMode);
+            if (w.saturate()) {
+                rateDiscovery.put("saturateSeconds", w.discoverySaturateSeconds);
+                rateDiscovery.put("confirmFraction", w.discoveryConfirmFraction);
+                rateDiscovery.put("maxInFlight", saturationCap(1.0));
+                rateDiscovery.put("criterion", "capacity = the lower of the acknowledged rate and the rate each tailing subscription "
+                        + "consumed, over the saturation phase less its settle seconds (producers unthrottled up to the ceiling, behind "
+                        + "maxInFlight sends in flight); the measured phase at confirmFraction of it must hold: send rate >= 97 % of "
+                        + "target, publish-delay p99 < maxPublishDelayMs, in-flight sends and consumer backlog without growth, else it "
+                        + "runs again lower");
+            } else {
+                rateDiscovery.put("criterion", "send rate >= 97 % of target, publish-delay p99 < maxPublishDelayMs, in-flight sends and "
+                        + "consumer backlog without growth (least-squares trend <= 5 % of the window's messages) and below one window's "
+                        + "messages, over the step less its settle seconds; a failed step is retried before the search turns down");
+            }
             steps = Fields.JSON.createArrayNode();
             rateDiscovery.putArray("rejectedMeasurements");
         }
@@ -513,6 +537,42 @@ public final class Runner {
                     if (inPhase >= warmup) next = discovery ? Phase.DISCOVERY : w.backlogBytes > 0 ? Phase.BUILD : Phase.MEASURE;
                     break;
                 case DISCOVERY: {
+                    if (w.saturate()) {
+                        if (tick - step.startTick < w.discoverySaturateSeconds) break;
+                        long[] bl = step.backlog();
+                        // what each tailing subscription received over the window: sent, less its backlog's growth
+                        double consumed = o.count == 1 && tailSubs() > 0 && bl.length > 0
+                                ? step.sentInWindow() - (double) (bl[bl.length - 1] - bl[0]) / tailSubs() : Double.NaN;
+                        double ceiling = w.discoveryCeilingRate();
+                        Saturation est = Saturation.estimate(step.seconds(), step.ackedInWindow(), consumed,
+                                ceiling * processShare, w.discoveryConfirmFraction);
+                        saturating = false;
+                        inFlightCap = 0;
+                        search = RateSearch.settledAt(est.ceilingReached ? ceiling : est.settled / processShare, ceiling);
+                        settledRate = search.settled();
+                        ObjectNode sn = rateDiscovery.putObject("saturation");
+                        sn.put("judgedSeconds", est.seconds);
+                        sn.put("sent", step.sentInWindow());
+                        sn.put("acked", step.ackedInWindow());
+                        sn.put("ackRate", est.ackRate);
+                        if (Double.isNaN(est.consumeRate)) sn.putNull("consumeRate"); else sn.put("consumeRate", est.consumeRate);
+                        sn.put("capacity", est.capacity);
+                        sn.put("inFlightPeak", StepJudge.max(step.inFlight()));
+                        sn.put("processShare", processShare);
+                        rateDiscovery.put("settledRate", settledRate);
+                        rateDiscovery.put("ceilingReached", search.ceilingReached());
+                        if (search.ceilingReached())
+                            warnings.add("rate discovery stopped at its ceiling, " + fmt(settledRate) + " msg/s (maxRateMBps "
+                                    + w.discoveryMaxRateMBps + "): the system sustained at least that much");
+                        Log.info(String.format("saturation: acked %.0f msg/s, consumed %s msg/s per subscription over %.0f s, "
+                                        + "in flight at most %d: capacity %.0f msg/s, measured at %.0f msg/s%s",
+                                est.ackRate, Double.isNaN(est.consumeRate) ? "-" : String.format("%.0f", est.consumeRate),
+                                est.seconds, StepJudge.max(step.inFlight()), est.capacity, settledRate * processShare,
+                                est.ceilingReached ? " (the ceiling)" : ""));
+                        setRate(settledRate * processShare);
+                        next = Phase.RECOVER;
+                        break;
+                    }
                     long inStep = tick - step.startTick;
                     if (inStep < w.discoveryStepSeconds) break;
                     double stepRate = search.current();
@@ -638,6 +698,7 @@ public final class Runner {
                             ts.relabel(measureStartTick, "measure", "rejected");
                             settledRate = search.settled();
                             rateDiscovery.put("settledRate", settledRate);
+                            rateDiscovery.put("ceilingReached", search.ceilingReached());
                             setRate(settledRate * processShare);
                             // the OMB periods, the aggregate histograms and the achieved-rate window start again with
                             // the next measured phase
@@ -673,7 +734,10 @@ public final class Runner {
             if (next == null) break;
             if (next != phase) {
                 Log.info("phase " + phase.name().toLowerCase() + " -> " + next.name().toLowerCase() + " at t=" + tick + " s");
-                if (next == Phase.DISCOVERY) step.begin(tick, w.discoverySettleSeconds, sent, acked, pending, tailBacklog);
+                if (next == Phase.DISCOVERY) {
+                    step.begin(tick, w.discoverySettleSeconds, sent, acked, pending, tailBacklog);
+                    if (w.saturate()) startSaturation(processShare);
+                }
                 if ((next == Phase.BUILD || next == Phase.MEASURE) && ombStartTick < 0) {
                     droppedBeforeMeasure = m.scheduleDropped.sum();
                     // the measured phase starts a fresh schedule segment: sends the warm-up (or discovery) fell behind
@@ -1054,6 +1118,23 @@ public final class Runner {
     static long maxRecoverSeconds(Workload w) { return Math.max(10, 2L * w.discoveryStepSeconds); }
 
     private double chaseThreshold() { return allSubs() * Math.max(1000, 0.2 * targetRate); }
+
+    /** this process's bound on sends in flight while saturating ({@code share}: its share of the producers) */
+    private long saturationCap(double share) {
+        long cap = w.discoveryMaxInFlight > 0 ? w.discoveryMaxInFlight
+                : Saturation.defaultMaxInFlight(w.messageSize, w.discoveryCeilingRate());
+        return Math.max(1, (long) Math.ceil(cap * share));
+    }
+
+    /** the senders' next segment saturates: unthrottled up to the ceiling, behind the bound on sends in flight */
+    private void startSaturation(double share) {
+        double ceiling = w.discoveryCeilingRate();
+        inFlightCap = saturationCap(share);
+        saturating = true;
+        setRate(Double.isFinite(ceiling) ? ceiling * share : Saturation.UNBOUNDED_RATE);
+        Log.info("saturating for " + w.discoverySaturateSeconds + " s: " + (Double.isFinite(ceiling) ? "up to " + fmt(ceiling * share)
+                + " msg/s, " : "unthrottled, ") + "at most " + inFlightCap + " sends in flight");
+    }
 
     private void setRate(double r) {
         targetRate = r;

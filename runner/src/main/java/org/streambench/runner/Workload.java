@@ -19,7 +19,8 @@ public final class Workload {
     static final Set<String> EXT_FIELDS = Set.of("testDurationSeconds", "warmupDurationSeconds",
             "catchUpSubscriptions", "catchUpStartBacklogGB", "consumerBacklogSizeBytes", "rateDiscovery", "fanOut");
     static final Set<String> DISCOVERY_FIELDS = Set.of("initialRate", "stepSeconds", "maxSteps", "settleSeconds", "retries",
-            "remeasures", "maxPublishDelayMs", "growthFactor", "maxRateMBps");
+            "remeasures", "maxPublishDelayMs", "growthFactor", "maxRateMBps", "mode", "saturateSeconds", "confirmFraction",
+            "maxInFlight");
     static final Set<String> FANOUT_FIELDS = Set.of("connectConcurrency", "connectDeadlineSeconds");
 
     public static final int HEADER_BYTES = MessageHeader.SIZE;
@@ -57,6 +58,19 @@ public final class Workload {
     }
     public int discoveryStepSeconds = 5, discoveryMaxSteps = 24, discoverySettleSeconds = 1, discoveryRetries = 1, discoveryRemeasures = 2;
     public double discoveryMaxPublishDelayMs = 200;
+    /**
+     * How a max-rate run finds its rate: "ladder", a search over steps judged pass / fail ({@link RateSearch}); or
+     * "saturate", one phase of {@link #discoverySaturateSeconds} with the producers unthrottled (up to the ceiling)
+     * behind a bound on their sends in flight, whose acknowledged and consumed rate is the capacity
+     * ({@link Saturation}), then the measured phase at {@link #discoveryConfirmFraction} of it, judged as a ladder's is.
+     */
+    public String discoveryMode = "ladder";
+    public int discoverySaturateSeconds = 10;
+    public double discoveryConfirmFraction = 0.9;
+    /** the bound on sends in flight while saturating, all producers (0: {@link Saturation#defaultMaxInFlight}) */
+    public long discoveryMaxInFlight = 0;
+
+    public boolean saturate() { return "saturate".equals(discoveryMode); }
     /** x-streambench.fanOut: consumers connected concurrently (0 = not a fan-out workload), see FanOut */
     public int fanOutConcurrency;
     public long fanOutDeadlineSeconds;
@@ -110,6 +124,15 @@ public final class Workload {
         w.discoveryMaxPublishDelayMs = rd.number("maxPublishDelayMs", 200, 1, 600_000);
         w.discoveryGrowthFactor = rd.number("growthFactor", 2.0, 1.1, 16);
         w.discoveryMaxRateMBps = rd.number("maxRateMBps", Double.POSITIVE_INFINITY, 0.001, Double.MAX_VALUE);
+        w.discoveryMode = rd.string("mode", "ladder");
+        if (!w.discoveryMode.equals("ladder") && !w.discoveryMode.equals("saturate"))
+            throw rd.error("mode", "expected ladder or saturate, got " + w.discoveryMode);
+        w.discoverySaturateSeconds = (int) rd.integer("saturateSeconds", 10, 3, 3600);
+        w.discoveryConfirmFraction = rd.number("confirmFraction", 0.9, 0.3, 1.0);
+        w.discoveryMaxInFlight = rd.integer("maxInFlight", 0, 0, 100_000_000);
+        if (w.saturate() && w.discoverySaturateSeconds - w.discoverySettleSeconds < 2)
+            throw rd.error("settleSeconds", "leaves " + (w.discoverySaturateSeconds - w.discoverySettleSeconds)
+                    + " s of the " + w.discoverySaturateSeconds + "-s saturation phase to judge; at least 2 s are needed");
         if (w.discoveryStepSeconds - w.discoverySettleSeconds < 2)
             throw rd.error("settleSeconds", "leaves " + (w.discoveryStepSeconds - w.discoverySettleSeconds)
                     + " s of a " + w.discoveryStepSeconds + "-s step to judge; at least 2 s are needed");
@@ -209,7 +232,7 @@ public final class Workload {
     public long defaultDeadlineSeconds() {
         long s = 300 + warmupSeconds() + testSeconds() + 60 + 120 + 120;
         if (producerRate == 0) {
-            s += (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
+            s += saturate() ? discoverySaturateSeconds : (long) discoveryMaxSteps * discoveryStepSeconds * (1 + discoveryRetries);
             s += (long) discoveryRemeasures * (testSeconds() + Runner.maxRecoverSeconds(this));
         }
         if (fanOut()) s += 2 * fanOutDeadlineSeconds; // connecting the consumers, and closing them
