@@ -128,3 +128,24 @@ def test_the_analysis_knows_every_fault_the_plan_runs():
     assert sorted(labels.KNOWN_FAULTS) == sorted(plan.FAULTS)
     assert sorted(labels.HOLD_FAULTS) == sorted(plan.HOLD_FAULTS)
     assert set(labels.PARTITION_FAULTS) <= set(plan.NEEDS_HOSTS) and set(labels.APART_FAULTS) <= set(plan.HOLD_FAULTS)
+
+
+def test_workloads_levels_keeps_only_those_levels_cells_faults_included_and_an_unknown_level_is_one_line(tmp_path):
+    """workloads.levels (the aws rehearsal sets [L1, L4-bypass]): the ci scale's runs at L4 drop out, its L1 runs
+    and its L4-bypass fault cell stay; a level no system has stops the DAG in one line naming the key."""
+    cfg = configfile(tmp_path, ROOT / "workloads/experiments.yaml")
+    doc = yaml.safe_load(cfg.read_text())
+    doc["workloads"]["levels"] = ["L1", "L4-bypass"]
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "all", "--configfile", str(cfg))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    cells = set(re.findall(r"data/runs/ci/status/(\w+)/(L[1-4][^/]*)/([^/\s]+)/rep-\d+\.json", out))
+    assert {lv.split("+")[0] for _, lv, _ in cells} == {"L1", "L4-bypass"}, sorted(cells)
+    assert any(w.endswith("--crash-all") and lv.startswith("L4-bypass") for _, lv, w in cells), sorted(cells)
+    assert any(not w.count("--") and lv == "L1" for _, lv, w in cells), sorted(cells)
+    doc["workloads"]["levels"] = ["L3-bypass"]
+    cfg.write_text(yaml.safe_dump(doc))
+    res = snakemake("-n", "all", "--configfile", str(cfg))
+    assert res.returncode != 0
+    assert "workloads: config workloads.levels: unknown level 'L3-bypass'" in res.stderr, res.stderr[-2000:]
