@@ -599,6 +599,9 @@ def plan_from_config(config: dict, runs=None):
         scale = config["workloads"]["scale"] or "aws"
         runs = wplan.expand(doc, catalog, scale, ROOT / config["workloads"]["experiments_file"],
                             only=config["workloads"]["experiments"])
+        # the config's filters, as workloads/rules.smk applies them to the DAG
+        systems, levels = config["workloads"].get("systems"), config["workloads"].get("levels")
+        runs = [r for r in runs if (not systems or r.system in systems) and (not levels or r.level in levels)]
     by_fleet = assign(runs, doc, fleets, aws["instances_file"])
     rows = estimate(by_fleet, fleets, est, prices, aws["prices_file"])
     return by_fleet, rows, prices
