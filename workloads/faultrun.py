@@ -648,9 +648,10 @@ def execute(run: plan.Run, testbed: str, scale_name: str, result: Path, status: 
                              "producerRate": rate, "testDurationSeconds": seconds},
                 "measurementStartTime": dt.datetime.fromtimestamp(t0, dt.timezone.utc).isoformat(),
                 "measurementEndTime": dt.datetime.fromtimestamp(t_end, dt.timezone.utc).isoformat(),
-                "cluster": {k: cluster.get(k) for k in ("system", "version", "level", "tuning", "faults", "requested",
-                                                        "effective", "client", "startedAt", "readySeconds",
-                                                        "jvmExtraOpts") if k in cluster or k != "jvmExtraOpts"},
+                "cluster": {**{k: cluster.get(k) for k in ("system", "version", "level", "tuning", "faults", "requested",
+                                                           "effective", "client", "startedAt", "readySeconds")},
+                            # (cluster.json has them only when set, systems/cluster.py)
+                            **({"jvmExtraOpts": cluster["jvmExtraOpts"]} if "jvmExtraOpts" in cluster else {})},
                 "fault": fault,
                 "faultTimeline": {"events": hook.events, "slowMs": SLOW_MS, "unflushedAtEnd": left,
                                   "perSecond": per_second(audit, read, t0)},

@@ -549,7 +549,6 @@ public final class Runner {
                         saturating = false;
                         inFlightCap = 0;
                         search = RateSearch.settledAt(est.ceilingReached ? ceiling : est.settled / processShare, ceiling);
-                        settledRate = search.settled();
                         ObjectNode sn = rateDiscovery.putObject("saturation");
                         sn.put("judgedSeconds", est.seconds);
                         sn.put("sent", step.sentInWindow());
@@ -559,11 +558,7 @@ public final class Runner {
                         sn.put("capacity", est.capacity);
                         sn.put("inFlightPeak", StepJudge.max(step.inFlight()));
                         sn.put("processShare", processShare);
-                        rateDiscovery.put("settledRate", settledRate);
-                        rateDiscovery.put("ceilingReached", search.ceilingReached());
-                        if (search.ceilingReached())
-                            warnings.add("rate discovery stopped at its ceiling, " + fmt(settledRate) + " msg/s (maxRateMBps "
-                                    + w.discoveryMaxRateMBps + "): the system sustained at least that much");
+                        settledRate = recordSettled(search, rateDiscovery, true);
                         Log.info(String.format("saturation: acked %.0f msg/s, consumed %s msg/s per subscription over %.0f s, "
                                         + "in flight at most %d: capacity %.0f msg/s, measured at %.0f msg/s%s",
                                 est.ackRate, Double.isNaN(est.consumeRate) ? "-" : String.format("%.0f", est.consumeRate),
@@ -605,13 +600,8 @@ public final class Runner {
                             v.pass ? "pass" : "FAIL (" + String.join("; ", v.reasons) + ")"));
                     stepIndex++;
                     if (search.record(v.pass)) {
-                        settledRate = search.settled();
+                        settledRate = recordSettled(search, rateDiscovery, true);
                         if (search.accepted() == 0) warnings.add("rate discovery found no sustainable rate; settled on " + fmt(settledRate));
-                        rateDiscovery.put("settledRate", settledRate);
-                        rateDiscovery.put("ceilingReached", search.ceilingReached());
-                        if (search.ceilingReached())
-                            warnings.add("rate discovery stopped at its ceiling, " + fmt(settledRate) + " msg/s (maxRateMBps "
-                                    + w.discoveryMaxRateMBps + "): the system sustained at least that much");
                         setRate(settledRate * processShare);
                         next = Phase.RECOVER;
                     } else {
@@ -696,9 +686,7 @@ public final class Runner {
                                     fmt(settledRate), String.join("; ", v.reasons), fmt(search.settled())));
                             Log.warn(warnings.get(warnings.size() - 1));
                             ts.relabel(measureStartTick, "measure", "rejected");
-                            settledRate = search.settled();
-                            rateDiscovery.put("settledRate", settledRate);
-                            rateDiscovery.put("ceilingReached", search.ceilingReached());
+                            settledRate = recordSettled(search, rateDiscovery, false);
                             setRate(settledRate * processShare);
                             // the OMB periods, the aggregate histograms and the achieved-rate window start again with
                             // the next measured phase
@@ -1118,6 +1106,20 @@ public final class Runner {
     static long maxRecoverSeconds(Workload w) { return Math.max(10, 2L * w.discoveryStepSeconds); }
 
     private double chaseThreshold() { return allSubs() * Math.max(1000, 0.2 * targetRate); }
+
+    /**
+     * The search's settled rate into the result (settledRate, and ceilingReached as it stands now: a measured phase
+     * run again lower takes it back), with the warning that the ceiling bounded it when {@code atSearchEnd}; returns it.
+     */
+    private double recordSettled(RateSearch search, ObjectNode rd, boolean atSearchEnd) {
+        double settled = search.settled();
+        rd.put("settledRate", settled);
+        rd.put("ceilingReached", search.ceilingReached());
+        if (atSearchEnd && search.ceilingReached())
+            warnings.add("rate discovery stopped at its ceiling, " + fmt(settled) + " msg/s (maxRateMBps "
+                    + w.discoveryMaxRateMBps + "): the system sustained at least that much");
+        return settled;
+    }
 
     /** this process's bound on sends in flight while saturating ({@code share}: its share of the producers) */
     private long saturationCap(double share) {
