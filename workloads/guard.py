@@ -16,6 +16,7 @@ the state of the host while it ran.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,15 @@ def _warmup_s(wl: dict) -> float:
 def _test_s(wl: dict) -> float:
     e = _ext(wl)
     return float(e["testDurationSeconds"]) if "testDurationSeconds" in e else 60.0 * wl.get("testDurationMinutes", 0)
+
+
+def limits_arg(config: dict) -> str:
+    """The --limits JSON of a cell (workloads/run.py, workloads/faultrun.py) from a checked config: its
+    workloads.limits and the systems' disk-space settings the disk estimate needs (`_storage`)."""
+    return json.dumps({**config["workloads"]["limits"],
+                       "_storage": {"kafka": config["systems"]["kafka"]["storage"],
+                                    "pulsar": config["systems"]["pulsar"]["bookie_storage"],
+                                    "pravega": config["systems"]["pravega"]["bookie_storage"]}}, sort_keys=True)
 
 
 def _discovery(wl: dict) -> dict:

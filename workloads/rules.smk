@@ -16,6 +16,7 @@ import sys as _wl_sys
 
 from systems import durability as _wl_dur
 from workloads import drivers as _wl_drivers
+from workloads import guard as _wl_guard
 from workloads import plan as _wl_plan
 from workloads import watch as _wl_watch
 
@@ -81,10 +82,7 @@ for _wl_r in WL_RUNS:  # a run of both: it belongs to the experiments of both
     WL_BY_KEY[_wl_r.key] = _wl_r if _wl_o is None else _wl_dc.replace(
         _wl_r, experiments=tuple(sorted(set(_wl_o.experiments) | set(_wl_r.experiments))))
 # the cells' bounds (workloads/guard.py) and the systems' disk-space settings the disk estimate needs
-WL_LIMITS = json.dumps({**config["workloads"]["limits"],
-                        "_storage": {"kafka": config["systems"]["kafka"]["storage"],
-                                     "pulsar": config["systems"]["pulsar"]["bookie_storage"],
-                                     "pravega": config["systems"]["pravega"]["bookie_storage"]}}, sort_keys=True)
+WL_LIMITS = _wl_guard.limits_arg(config)
 
 if workflow.is_main_process:
     # jobs inherit the mark: workloads/run.py starts a watcher (workloads/watch.py) next to each cluster that

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from env import configcheck  # noqa: E402
-from workloads import drivers, plan  # noqa: E402
+from workloads import drivers, guard, plan  # noqa: E402
 
 DEFAULT_CELLS = [
     "kafka/L1/1-topic-1-partition-1kb-1p-1c-max",
@@ -47,11 +47,7 @@ DEFAULT_CELLS = [
 
 def limits_json() -> str:
     """The local profile's --limits, as workloads/rules.smk passes them (config defaults filled in)."""
-    cfg = configcheck.check(("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG)))
-    return json.dumps({**cfg["workloads"]["limits"],
-                       "_storage": {"kafka": cfg["systems"]["kafka"]["storage"],
-                                    "pulsar": cfg["systems"]["pulsar"]["bookie_storage"],
-                                    "pravega": cfg["systems"]["pravega"]["bookie_storage"]}}, sort_keys=True)
+    return guard.limits_arg(configcheck.check(("env/config.yaml", configcheck.load_yaml(configcheck.BASE_CONFIG))))
 
 
 def find_run(doc: dict, cell: str) -> plan.Run:
