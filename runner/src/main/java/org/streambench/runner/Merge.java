@@ -83,8 +83,11 @@ public final class Merge {
                 throw new ConfigException(names.get(i), "x-streambench.process.startAt", "differs from " + names.get(0) + " (not parts of one run)");
         }
         int subs = first.at("/x-streambench/periodCounts/subscriptions").asInt();
-        int nPeriods = Integer.MAX_VALUE;
-        for (JsonNode d : docs) nPeriods = Math.min(nPeriods, d.at("/x-streambench/periodCounts/acked").size());
+        // over the union of the parts' periods (and seconds below): the parts start together at startAt but end a few
+        // seconds apart (each drains on its own), and a part that has ended adds nothing to a later period or second
+        // while its running totals hold their last value
+        int nPeriods = 0;
+        for (JsonNode d : docs) nPeriods = Math.max(nPeriods, d.at("/x-streambench/periodCounts/acked").size());
         List<OmbResult.Period> periods = new ArrayList<>();
         String[] perNames = {"publish", "publishCorrected", "publishDelay", "endToEnd"};
         List<Histogram[]> perHists = new ArrayList<>();
@@ -94,12 +97,13 @@ public final class Merge {
             for (int k = 0; k < hs.length; k++) hs[k] = Histos.create();
             for (JsonNode d : docs) {
                 JsonNode pc = d.at("/x-streambench/periodCounts");
+                p.sentTotal += held(pc.get("sentTotal"), i);
+                p.receivedTotal += held(pc.get("receivedTotal"), i);
+                if (i >= pc.get("acked").size()) continue;
                 p.seconds = Math.max(p.seconds, pc.get("seconds").get(i).asDouble());
                 p.acked += pc.get("acked").get(i).asLong();
                 p.errors += pc.get("errors").get(i).asLong();
                 p.received += pc.get("received").get(i).asLong();
-                p.sentTotal += pc.get("sentTotal").get(i).asLong();
-                p.receivedTotal += pc.get("receivedTotal").get(i).asLong();
                 for (int k = 0; k < hs.length; k++)
                     hs[k].add(Histos.decode(d.at("/x-streambench/histograms/perPeriod/" + perNames[k]).get(i).asText()));
             }
@@ -219,9 +223,12 @@ public final class Merge {
     }
 
     private static ObjectNode mergeSeries(List<JsonNode> docs, int subs) {
-        int n = Integer.MAX_VALUE;
-        for (JsonNode d : docs) n = Math.min(n, d.at("/x-streambench/timeSeries/t").size());
-        JsonNode f = docs.get(0).at("/x-streambench/timeSeries");
+        int n = 0;
+        JsonNode f = null;   // the longest part's seconds and phases
+        for (JsonNode d : docs) {
+            JsonNode ts = d.at("/x-streambench/timeSeries");
+            if (f == null || ts.get("t").size() > n) { n = ts.get("t").size(); f = ts; }
+        }
         ObjectNode o = Fields.JSON.createObjectNode();
         o.put("intervalSeconds", 1);
         ArrayNode t = o.putArray("t"), ph = o.putArray("phase");
@@ -231,8 +238,8 @@ public final class Merge {
         for (int i = 0; i < n; i++) {
             long s = 0, rcv = 0;
             for (JsonNode d : docs) {
-                s += d.at("/x-streambench/timeSeries/sentTotal").get(i).asLong();
-                rcv += d.at("/x-streambench/timeSeries/receivedTotal").get(i).asLong();
+                s += held(d.at("/x-streambench/timeSeries/sentTotal"), i);
+                rcv += held(d.at("/x-streambench/timeSeries/receivedTotal"), i);
             }
             bl.add(Math.max(0, subs * s - rcv));
         }
@@ -241,7 +248,7 @@ public final class Merge {
             ArrayNode a = o.putArray(k);
             for (int i = 0; i < n; i++) {
                 double mx = 0;
-                for (JsonNode d : docs) mx = Math.max(mx, d.at("/x-streambench/timeSeries/" + k).get(i).asDouble());
+                for (JsonNode d : docs) mx = Math.max(mx, d.at("/x-streambench/timeSeries/" + k).path(i).asDouble(0));
                 a.add(mx);
             }
         }
@@ -249,18 +256,24 @@ public final class Merge {
             ArrayNode a = o.putArray(k);
             for (int i = 0; i < n; i++) {
                 long s = 0;
-                for (JsonNode d : docs) s += d.at("/x-streambench/timeSeries/" + k).get(i).asLong();
+                for (JsonNode d : docs) s += held(d.at("/x-streambench/timeSeries/" + k), i);
                 a.add(s);
             }
         }
         return o;
     }
 
+    /** A running total at index i, or its last value once the part's series has ended (0 for an empty one). */
+    private static long held(JsonNode totals, int i) {
+        int n = totals.size();
+        return n == 0 ? 0 : totals.get(Math.min(i, n - 1)).asLong();
+    }
+
     private static void sum(ObjectNode o, List<JsonNode> docs, String k, int n) {
         ArrayNode a = o.putArray(k);
         for (int i = 0; i < n; i++) {
             double s = 0;
-            for (JsonNode d : docs) s += d.at("/x-streambench/timeSeries/" + k).get(i).asDouble();
+            for (JsonNode d : docs) s += d.at("/x-streambench/timeSeries/" + k).path(i).asDouble(0);   // 0 once a part ended
             a.add(s);
         }
     }

@@ -89,6 +89,36 @@ class MergeTest {
         assertEquals(1, m.at("/x-streambench/producerRate/droppedScheduledSends").asLong());
     }
 
+    /** Drops the last period and the last second of a part: a part that ended before the other. */
+    static void endEarly(ObjectNode part) {
+        ObjectNode x = (ObjectNode) part.get("x-streambench");
+        for (String g : new String[]{"periodCounts", "timeSeries", "histograms/perPeriod"}) {
+            JsonNode o = x.at("/" + g);
+            o.fields().forEachRemaining(e -> { if (e.getValue().isArray()) ((ArrayNode) e.getValue()).remove(e.getValue().size() - 1); });
+        }
+    }
+
+    @Test
+    void partsThatEndApartMergeOverTheUnionOfTheirSeconds() {
+        ObjectNode a = part(0, 1, 40_000, 40_000), b = part(1, 2, 40_000, 40_000);
+        endEarly(a);   // a has 1 second and 1 period; b has 2 of each
+        ObjectNode m = Merge.merge(List.of("a.json", "b.json"), List.of(a, b));
+        JsonNode ts = m.at("/x-streambench/timeSeries");
+        assertEquals(2, ts.get("t").size(), "every second some part measured");
+        for (String k : new String[]{"publishRate", "consumeRate", "targetRate", "sentTotal", "receivedTotal", "backlog", "endToEndP99Ms"})
+            assertEquals(2, ts.get(k).size(), k);
+        assertEquals(2000.0, ts.at("/publishRate/1").asDouble(), 1e-9, "the ended part adds no rate");
+        assertEquals(1000 + 3000, ts.at("/sentTotal/1").asLong(), "the ended part's total holds its last value");
+        assertEquals(900 + 2900, ts.at("/receivedTotal/1").asLong());
+        assertEquals(200, ts.at("/backlog/1").asLong());
+        assertEquals(2, m.at("/x-streambench/periodCounts/acked").size(), "every period some part measured");
+        assertEquals(b.at("/x-streambench/periodCounts/acked/1").asLong(), m.at("/x-streambench/periodCounts/acked/1").asLong());
+        assertEquals(a.at("/x-streambench/periodCounts/sentTotal/0").asLong() + b.at("/x-streambench/periodCounts/sentTotal/1").asLong(),
+                m.at("/x-streambench/periodCounts/sentTotal/1").asLong());
+        assertEquals(2, m.at("/x-streambench/histograms/perPeriod/publish").size());
+        assertEquals(2, m.get("publishRate").size());
+    }
+
     @Test
     void mergeDetectsLossAcrossProcesses() {
         ObjectNode m = Merge.merge(List.of("a", "b"), List.of(part(0, 1, 40_000, 30_000), part(1, 2, 40_000, 49_990)));
