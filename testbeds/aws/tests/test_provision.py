@@ -43,12 +43,16 @@ def tags(resource) -> dict:
 
 
 def test_up_creates_exactly_the_plan_and_down_leaves_nothing(aws, tmp_path):
+    """One bring-up and teardown of fleet s002 on the emulator (each a playbook run of 15-18 Ansible tasks): what the
+    bring-up made, and that the teardown removes it all and marks the fleet for a rerun (test_teardown_markers.py's
+    resume check, on this teardown rather than one more bring-up of its own)."""
     before = everything(aws)
     cfg = config()
-    inv_path = tmp_path / "inventory.json"
+    fleets = tmp_path / "fleets"
+    inv_path = fleets / "s002" / "inventory.json"
     # wait=False: the emulator's addresses are fake (the wait for SSH and the user data: testbeds/tests/test_boot_wait.py)
     inv = provision.up(cfg, "s002", RUN, inv_path, tmp_path / "up.log", facts_dir=tmp_path / "probes", wait=False,
-                       fleets_dir=tmp_path / "fleets")
+                       fleets_dir=fleets)
     fleet = plan.load_fleets(cfg["aws"]["instances_file"])[0]["s002"]
     want_tags = {"project": "streambench", "streambench:run": RUN, "streambench:fleet": "s002"}
 
@@ -102,13 +106,19 @@ def test_up_creates_exactly_the_plan_and_down_leaves_nothing(aws, tmp_path):
     allin = next(r for r in rules if r["IpProtocol"] == "-1")
     assert allin["IpRanges"] == [] and [p["GroupId"] for p in allin["UserIdGroupPairs"]] == [sg["GroupId"]]
 
-    # teardown: every resource type back to what was there before; a second teardown is a no-op
-    removed = provision.down(cfg, RUN, tmp_path / "down.log")
+    # teardown (the error handler's, python -m testbeds.aws down --run-id RUN) while s002 is up and prepared, its runs
+    # under way: every resource type back to what was there before, and s002 marked for a rerun
+    # (test_teardown_markers.check_marks); a second teardown is a no-op
+    from testbeds.aws.tests import test_teardown_markers  # (it imports this module's RUN and config)
+
+    test_teardown_markers.other_fleets(fleets, inv_path)
+    removed = provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=fleets)
     assert removed["instances"] and removed["VPCs"]
     assert everything(aws) == before
     assert provision.leftovers(plan.check_credentials("us-east-1"), RUN) == {}
+    test_teardown_markers.check_marks(fleets)
     log_size = (tmp_path / "down.log").stat().st_size
-    assert provision.down(cfg, RUN, tmp_path / "down.log") == {}
+    assert provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=fleets) == {}
     assert (tmp_path / "down.log").stat().st_size == log_size  # nothing found, no playbook run
     assert everything(aws) == before
 

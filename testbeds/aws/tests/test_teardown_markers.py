@@ -7,7 +7,7 @@ import shutil
 import time
 
 from testbeds.aws import provision
-from testbeds.aws.tests.test_provision import RUN, config, everything
+from testbeds.aws.tests.test_provision import RUN, config
 
 
 def _inventory(path, rid, fleet):
@@ -15,35 +15,30 @@ def _inventory(path, rid, fleet):
     path.write_text(json.dumps({"id": rid, "testbed": "aws", "provider": {"fleet": fleet}}))
 
 
-def test_teardown_marks_the_fleets_it_takes_down_so_a_rerun_brings_them_up_again(aws, tmp_path):
-    before = everything(aws)
-    fleets = tmp_path / "fleets"
-    cfg = config()
-    # fleet s002 is up and prepared (aws_up, aws_prepare), its runs under way
-    inv = fleets / "s002" / "inventory.json"
-    provision.up(cfg, "s002", RUN, inv, tmp_path / "up.log", wait=False, fleets_dir=fleets)
+def other_fleets(fleets, inv) -> None:
+    """Beside fleet s002 (up, at `inv`; the caller brought it up): s002 prepared, its runs under way; s000 finished
+    earlier (aws_down wrote down.json); s003's files belong to another run."""
     shutil.copy(inv, fleets / "s002" / "prepared.json")
-    # fleet s000 finished earlier (aws_down wrote down.json); s003's files belong to another run
     _inventory(fleets / "s000" / "prepared.json", RUN, "s000")
     (fleets / "s000" / "down.json").write_text("{}\n")
     _inventory(fleets / "s003" / "inventory.json", "other-run", "s003")
     assert all(provision.aws_up_inputs(f, fleets) == [] for f in ("s000", "s002", "s003"))
     time.sleep(0.05)
 
-    # the error handler's teardown (python -m testbeds.aws down --run-id RUN)
-    provision.down(cfg, RUN, tmp_path / "down.log", fleets_dir=fleets)
-    assert everything(aws) == before
 
+def check_marks(fleets) -> None:
+    """After the run's teardown: s002 (up, not done) is marked torn down, newer than its inventory and prepared.json
+    (Snakemake reruns aws_up, then aws_prepare); s000 (done) and s003 (another run's) are not; once the rerun has
+    brought s002 up again and finished it (aws_down's down.json), the marker is moot. The bring-up and teardown
+    themselves run in test_provision.py's test_up_creates_exactly_the_plan_and_down_leaves_nothing (one playbook run
+    each on the emulator, shared with that test's checks)."""
     marker = fleets / "s002" / provision.TORN_DOWN
     assert provision.aws_up_inputs("s002", fleets) == [str(marker)]
     assert json.loads(marker.read_text())["run"] == RUN and json.loads(marker.read_text())["fleet"] == "s002"
-    # newer than both: Snakemake reruns aws_up (updated input), then aws_prepare (updated inventory)
     for name in ("inventory.json", "prepared.json"):
         assert os.stat(marker).st_mtime_ns > os.stat(fleets / "s002" / name).st_mtime_ns
     assert provision.aws_up_inputs("s000", fleets) == [] and not (fleets / "s000" / provision.TORN_DOWN).exists()
     assert provision.aws_up_inputs("s003", fleets) == [] and not (fleets / "s003" / provision.TORN_DOWN).exists()
-
-    # the rerun brought s002 up again and finished it: aws_down's down.json makes the marker moot
     (fleets / "s002" / "down.json").write_text("{}\n")
     assert provision.aws_up_inputs("s002", fleets) == []
 

@@ -16,6 +16,28 @@ final class TimeSeries {
 
     void add(long t, String ph, double pubRate, double errRate, double consRate, long bl, double targetRate, Histogram[] h,
              long sent, long recv) {
+        add(t, 0, ph, pubRate, errRate, consRate, bl, targetRate, h, sent, recv);
+    }
+
+    /**
+     * The element of second {@code t}, after one for each of the {@code skipped} seconds before it that the tick loop
+     * missed (it stalled): those carry the same rates (the averages over the whole gap), latencies and backlog, and
+     * running totals interpolated between the last element's and these.
+     */
+    void add(long t, long skipped, String ph, double pubRate, double errRate, double consRate, long bl, double targetRate,
+             Histogram[] h, long sent, long recv) {
+        long sent0 = sentTotal.isEmpty() ? 0 : sentTotal.get(sentTotal.size() - 1);
+        long recv0 = receivedTotal.isEmpty() ? 0 : receivedTotal.get(receivedTotal.size() - 1);
+        for (long k = 0; k <= skipped; k++) {
+            double f = (double) (k + 1) / (skipped + 1);
+            one(t - skipped + k, ph, pubRate, errRate, consRate, bl, targetRate, h,
+                    k == skipped ? sent : sent0 + Math.round(f * (sent - sent0)),
+                    k == skipped ? recv : recv0 + Math.round(f * (recv - recv0)));
+        }
+    }
+
+    private void one(long t, String ph, double pubRate, double errRate, double consRate, long bl, double targetRate,
+                     Histogram[] h, long sent, long recv) {
         tick.add(t);
         phase.add(ph);
         pub.add(pubRate);
