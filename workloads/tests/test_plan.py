@@ -156,6 +156,28 @@ def test_priorities_group_clusters_and_are_seeded():
         assert hi1 < lo2
 
 
+def test_a_clusters_max_rate_runs_come_after_its_other_runs():
+    """A fresh cluster's first minutes measure brokers still compiling (maxrate-jit-warmup): on each cluster the
+    max-rate runs rank below every other run of that cluster, and stay shuffled among themselves."""
+    runs = plan.expand(plan.load(), CATALOG, "local")
+    p = plan.priorities(runs, 7)
+    mixed = 0
+    for key in {r.cluster_key for r in runs}:
+        members = [r for r in runs if r.cluster_key == key]
+        maxed = [p[r.key] for r in members if plan.is_max_rate(r)]
+        others = [p[r.key] for r in members if not plan.is_max_rate(r)]
+        if maxed and others:
+            mixed += 1
+            assert max(maxed) < min(others), key
+    assert mixed >= 10  # the local scale's clusters that hold both kinds
+    maxed = [r for r in runs if plan.is_max_rate(r)]
+    assert maxed and all(r.fault is None and not r.rate for r in maxed)
+    assert not plan.is_max_rate(plan.Run("kafka", "L1", "stock", None, "1-topic-1-partition-1kb-1p-1c-max", 2000, 1))
+    # the order inside each group still depends on the seed
+    q = plan.priorities(runs, 8)
+    assert [r.key for r in sorted(maxed, key=lambda r: -p[r.key])] != [r.key for r in sorted(maxed, key=lambda r: -q[r.key])]
+
+
 def test_scale_local_rewrites_without_touching_the_file():
     src = plan.OMB_DIR / "1-topic-10000-partitions-1kb-2p-2c-200k.yaml"
     before = src.read_text()
