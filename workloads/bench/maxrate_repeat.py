@@ -1,7 +1,7 @@
 """Whether a max-rate estimate repeats: the runner's two rate-discovery modes on the same local cells, alternately.
 
     env/shell python workloads/bench/maxrate_repeat.py [--reps 5] [--cells SYSTEM/LEVELDIR/WORKLOAD ...]
-        [--modes ladder saturate] [--max-spread 0.20] [--share 0.8]
+        [--modes ladder saturate] [--max-spread 0.20] [--share 0.8] [--warm-runs 0]
 
 A cell is a local-scale max-rate run (`producerRate: 0`), named as under data/raw/local/, e.g.
 `kafka/L1/1-topic-1-partition-1kb-1p-1c-max` or `pulsar/L2+stock/1-topic-1-partition-1kb-4p-1c-max`. Each cell's
@@ -100,9 +100,15 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs=2, default=["ladder", "saturate"], metavar=("BASELINE", "CANDIDATE"))
     ap.add_argument("--max-spread", type=float, default=0.20)
     ap.add_argument("--share", type=float, default=0.8)
+    ap.add_argument("--warm-runs", type=int, default=0,
+                    help="runs of each cell (the first mode) on its fresh cluster before the counted ones, not counted: "
+                         "a fresh cluster's brokers are still compiling (docs/measurements.yaml maxrate-jit-warmup), "
+                         "and in the workflow a cluster's max-rate runs come after its other runs")
     a = ap.parse_args(argv)
     if a.reps < 2:
         ap.error("--reps: at least 2 (a spread needs two runs)")
+    if a.warm_runs < 0:
+        ap.error("--warm-runs: at least 0")
     doc = plan.load()
     runs = [find_run(doc, c) for c in a.cells]
     work = Path(tempfile.mkdtemp(prefix="bench-maxrate-", dir=ROOT / "data"))
@@ -121,6 +127,11 @@ def main(argv=None) -> int:
             got = {m: [] for m in a.modes}
             took = {m: [] for m in a.modes}
             rep = 0
+            for _ in range(a.warm_runs):
+                rep += 1
+                rate, secs, _ = one_run(r, rep, exp_files[a.modes[0]], work, limits)
+                print(f"  {r.key.rsplit('/rep-', 1)[0]} warm-up run {rep}: {rate:9.0f} msg/s in {secs:5.1f} s (not counted)",
+                      flush=True)
             for i in range(a.reps):
                 order = a.modes if i % 2 == 0 else list(reversed(a.modes))
                 for mode in order:
