@@ -416,14 +416,15 @@ def _check_fanout(runs: list[Run], doc: dict, scale_name: str, path: Path) -> No
 
 
 @functools.lru_cache(maxsize=None)
-def _workload_rate(base_workload: str) -> float:
+def workload_rate(base_workload: str) -> float:
+    """The OMB workload file's producerRate (0: a maximum-rate search)."""
     doc = yaml.safe_load((OMB_DIR / f"{base_workload}.yaml").read_text()) or {}
     return float(doc.get("producerRate") or 0)
 
 
 def is_max_rate(r: Run) -> bool:
     """A run that searches its maximum rate (OMB's producerRate 0, no sweep rate, no fault)."""
-    return r.fault is None and not r.rate and _workload_rate(r.base_workload) == 0
+    return r.fault is None and not r.rate and workload_rate(r.base_workload) == 0
 
 
 def priorities(runs: list[Run], seed: int) -> dict[str, int]:

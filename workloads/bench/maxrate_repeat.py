@@ -54,9 +54,8 @@ def find_run(doc: dict, cell: str) -> plan.Run:
     """The local scale's run of this cell (its experiments and default tuning), or exit 2 naming the cell."""
     for r in plan.expand(doc, drivers.catalog(), "local"):
         if r.fault is None and r.rep == 1 and r.key.rsplit("/rep-", 1)[0] == cell:
-            wl = yaml.safe_load((plan.OMB_DIR / f"{r.base_workload}.yaml").read_text())
-            if r.rate or wl.get("producerRate"):
-                sys.exit(f"maxrate_repeat: {cell}: not a max-rate cell (it runs at {r.rate or wl['producerRate']} msg/s)")
+            if not plan.is_max_rate(r):
+                sys.exit(f"maxrate_repeat: {cell}: not a max-rate cell (it runs at {r.rate or plan.workload_rate(r.base_workload):g} msg/s)")
             return r
     sys.exit(f"maxrate_repeat: {cell}: not a run of the local scale (workloads/experiments.yaml)")
 
