@@ -6,7 +6,9 @@ count); after each fault run no nftables table and no stopped process on any hos
 Ctrl-C'd while its partition is on, which must stop its cluster and leave nothing; then no namespace, sshd, broker
 or runner left. With --ec2-like the lab is as unkind as a fleet (`lab up --ec2-like --login-user`): the controller
 reaches the hosts only over ssh at their public addresses, as a user with sudo, so every check, verification and
-fault client goes through the hosts; the login user must be gone afterwards too. With --hosts-profile the plain
+fault client goes through the hosts; prepare must hand each host's work directory and a server's data directories to
+the login user (the hosts' roots stay root's), the cluster an interrupted cell reuses must run as that user, and the
+user, its sudoers file and its JVMs' perf-data directory must be gone afterwards. With --hosts-profile the plain
 cells (E000-LAT1's workload at L1, as this check's own experiment) are runs of `snakemake --profile hosts benchmarks`
 on the lab's inventory (adopt, prepare, probes, the runs: a user's own machines' path), checked by
 workloads.summary --check.
@@ -218,6 +220,42 @@ def server_java(inv) -> list[str]:
     return out
 
 
+def not_handed_over(inv, uid: int) -> list[str]:
+    """EC2-like (a login user who escalates with sudo): what prepare did not hand to the login user. It makes each
+    host's work directory and a server's data directories with sudo and gives them to that user; the host's root
+    stays root's."""
+    out = []
+    for h in inv.hosts:
+        dirs = [("work directory", h.work_dir)] + ([(f"data directory {r}", d) for r, d in sorted(h.data_dirs.items())]
+                                                  if "server" in h.roles else [])
+        try:
+            if Path(h.root).stat().st_uid != 0:
+                out.append(f"host {h.name}: its root {h.root} is not root's")
+            out += [f"host {h.name}: {what} {d} is uid {Path(d).stat().st_uid}'s, not the login user's ({uid})"
+                    for what, d in dirs if Path(d).stat().st_uid != uid]
+        except OSError as e:
+            out.append(f"host {h.name}: {e}")
+    return out
+
+
+def java_not_of(inv, uid: int) -> tuple[int, list[str]]:
+    """The java processes on the lab's hosts, and those of them not run by the login user `uid` (EC2-like: every
+    node runs as that user, started over ssh as it)."""
+    n, out = 0, []
+    for h, ns in inv.provider["netns"].items():
+        for pid in lab.netns_pids(ns):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() != "java":
+                    continue
+                owner = Path(f"/proc/{pid}").stat().st_uid
+            except OSError:
+                continue
+            n += 1
+            if owner != uid:
+                out.append(f"host {h}: java {pid} runs as uid {owner}, not the login user's ({uid})")
+    return n, out
+
+
 # what a JVM leaves in the temp directory when it is killed (the lab's hosts share this machine's /tmp): the
 # launcher points every node's java.io.tmpdir at the node's directory and turns perf data off (systems/plan.py)
 JVM_TMP = ("native*", "vertx-cache-*", "librocksdbjni*", "hsperfdata_sbl*")
@@ -357,6 +395,8 @@ def main(argv=None) -> int:
             failures += found
             # the workflow stopped every cluster it started: the fault cells below start their own
             failures += [f"--profile hosts: a cluster outlived the workflow: {x}" for x in server_java(inv)]
+        if a.ec2_like:
+            failures += [f"after prepare: {x}" for x in not_handed_over(inv, seen["uid"])]
         for system in plain:
             rec = records.get(system) if a.hosts_profile else cell(system, a.out, inv_path)
             if rec is not None:
@@ -372,6 +412,15 @@ def main(argv=None) -> int:
                                 f"acknowledged={f.get('acknowledged')} {rec.get('error', '')}".strip())
             # healed and resumed: no nft table and no stopped process outlives the fault run
             failures += [f"{system} {level} {fault}: left after the run: {x}" for x in fault_leftovers(inv)]
+            if a.ec2_like and reuse and i == len(faults) - 1:
+                # the cluster this cell kept for the interrupted cell: its nodes are the login user's processes
+                n, foreign = java_not_of(inv, seen["uid"])
+                failures += [f"{system} {level} {fault}: kept cluster: {x}" for x in foreign]
+                if n == 0:
+                    failures.append(f"{system} {level} {fault}: kept its cluster, but no java process runs on the hosts")
+                else:
+                    say(f"{system} {level} {fault}: its cluster kept, {n} java process(es) on the hosts, all the login "
+                        "user's")
         if interrupt:
             system, fault, level = interrupt
             # rep 2: the key's cluster, if an earlier cell left it, takes this as its next cycle
@@ -412,6 +461,10 @@ def main(argv=None) -> int:
     left = leftovers(seen)
     if a.ec2_like and subprocess.run(["id", lab.login_user_name(a.id)], capture_output=True).returncode == 0:
         left.append(f"login user {lab.login_user_name(a.id)}")
+    if a.ec2_like and (lab.SUDOERS_DIR / f"streambench-lab-{a.id}").exists():
+        left.append(f"sudoers file {lab.SUDOERS_DIR / f'streambench-lab-{a.id}'}")
+    if a.ec2_like and Path(f"/tmp/hsperfdata_{lab.login_user_name(a.id)}").exists():
+        left.append(f"/tmp/hsperfdata_{lab.login_user_name(a.id)}")
     failures += [f"left after lab down: {x}" for x in left]
     say(f"done in {time.monotonic() - t0:.0f} s")
     for f in failures:

@@ -180,9 +180,11 @@ def coordinate_start(hosts: list[tuple[Host, str]], alive, deadline_s: float, le
 
 def drain_agreed(states: list[str | None]) -> bool:
     """The runners' drain agreement (runner Barrier.drainAgreed, the same rule): every process has written its state
-    (`acked N`, then `sub NAME N` per subscription it audits: the unique messages its consumers received) and every
-    subscription's unique messages, summed over the processes, reach the acknowledged sends of all of them."""
-    acked, received = 0, {}
+    (`acked N`; `whole K MIN` for the K subscriptions all of whose consumers are its own, MIN the fewest unique
+    messages any of them received; `sub NAME N` per subscription split over the processes: the unique messages its
+    consumers there received), every whole subscription's fewest and every split subscription's unique messages
+    summed over the processes reach the acknowledged sends of all of them."""
+    acked, received, whole = 0, {}, []
     for st in states:
         if st is None:
             return False
@@ -194,9 +196,11 @@ def drain_agreed(states: list[str | None]) -> bool:
                 saw = True
             elif len(f) == 3 and f[0] == "sub":
                 received[f[1]] = received.get(f[1], 0) + int(f[2])
+            elif len(f) == 3 and f[0] == "whole":
+                whole.append(int(f[2]))
         if not saw:
             return False
-    return all(r >= acked for r in received.values())
+    return all(r >= acked for r in received.values()) and all(r >= acked for r in whole)
 
 
 def coordinate_drain(hosts: list[tuple[Host, str]], alive, poll_s: float = 1.0, deadline_s: float = 3600,
@@ -305,10 +309,9 @@ def run(inv: Inventory, workload: Path, driver: Path, cluster: Path, output: Pat
                     if all(p.poll() is None for p in procs):
                         raise
                     say(f"runner start: {e}")  # a runner ended first: its own error is reported below
-                # the parts agree on their drain here (each alone would judge it by a quiet spell; a fan-out's parts
-                # still do, runner Runner.java)
-                if not fanout and coordinate_drain(barriers, lambda: all(p.poll() is None for p in procs),
-                                                   deadline_s=timeout):
+                # the parts agree on their drain here (each alone would judge it by a quiet spell); a fan-out part's
+                # state is a few lines however many subscriptions it holds (runner Barrier.drainState)
+                if coordinate_drain(barriers, lambda: all(p.poll() is None for p in procs), deadline_s=timeout):
                     say("runners drained: every subscription received every acknowledged message")
             outs = [p.communicate(timeout=timeout)[0] for p in procs]
             parts = []

@@ -326,6 +326,14 @@ def _check_names(path, where, names, allowed, kind) -> None:
             raise PlanError(f"{path}: {where}: unknown {kind} '{n}' (known: {', '.join(allowed)})")
 
 
+def select(runs: list[Run], systems=None, levels=None, faults=None, keep_plain: bool = True) -> list[Run]:
+    """The config's filters (workloads.systems, .levels, .faults; null or empty: no filter), as every planner applies
+    them (the DAG's runs, the faults target's grid, the aws fleets' estimate): a fault filter keeps the runs without
+    a fault unless keep_plain is False (the faults target's grid holds only fault runs)."""
+    return [r for r in runs if (not systems or r.system in systems) and (not levels or r.level in levels)
+            and (not faults or r.fault in faults or (keep_plain and r.fault is None))]
+
+
 def expand(doc: dict, catalog: Catalog, scale_name: str, path: Path = EXPERIMENTS,
            only: list[str] | None = None, repetitions: int | None = None) -> list[Run]:
     """All runs of a scale profile (optionally only some of its experiments, optionally another number of

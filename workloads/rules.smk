@@ -33,19 +33,14 @@ except (_wl_plan.PlanError, _wl_dur.DurabilityError) as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)
 WL_SYSTEMS = config["workloads"]["systems"]  # null: every system; else only these systems' cells
-if WL_SYSTEMS:
-    WL_RUNS = [r for r in WL_RUNS if r.system in WL_SYSTEMS]
 WL_FAULTS = config["workloads"].get("faults")  # null: every fault; else only these faults' cells (and no-fault runs)
-if WL_FAULTS:
-    WL_RUNS = [r for r in WL_RUNS if r.fault is None or r.fault in WL_FAULTS]
 WL_LEVELS = config["workloads"].get("levels")  # null: every level; else only the cells at these levels
 for _wl_l in WL_LEVELS or []:
     if not any(_wl_l in _wl_ls for _wl_ls in _WL_CATALOG.levels.values()):
         print(f"workloads: config workloads.levels: unknown level {_wl_l!r} (known: "
               f"{', '.join(sorted(set().union(*_WL_CATALOG.levels.values())))})", file=_wl_sys.stderr)
         _wl_sys.exit(1)
-if WL_LEVELS:
-    WL_RUNS = [r for r in WL_RUNS if r.level in WL_LEVELS]
+WL_RUNS = _wl_plan.select(WL_RUNS, WL_SYSTEMS, WL_LEVELS, WL_FAULTS)
 
 # the fault study's whole grid (E000-FAULT), the target `faults` (`snakemake --profile local faults`), beside the
 # scale's own runs; its fault runs that `all` does not run are only in this target's DAG. On hosts of their own
@@ -58,12 +53,7 @@ if config["workloads"]["experiments"]:  # experiments chosen (workloads.experime
 try:
     WL_FAULT_RUNS = _wl_plan.expand(_WL_DOC, _WL_CATALOG, WL_SCALE, WL_FILE, only=WL_FAULT_EXPS,
                                     repetitions=config["workloads"]["repetitions"])
-    if WL_SYSTEMS:
-        WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.system in WL_SYSTEMS]
-    if WL_FAULTS:
-        WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.fault in WL_FAULTS]
-    if WL_LEVELS:
-        WL_FAULT_RUNS = [r for r in WL_FAULT_RUNS if r.level in WL_LEVELS]
+    WL_FAULT_RUNS = _wl_plan.select(WL_FAULT_RUNS, WL_SYSTEMS, WL_LEVELS, WL_FAULTS, keep_plain=False)
 except _wl_plan.PlanError as _wl_error:
     print(f"workloads: {_wl_error}", file=_wl_sys.stderr)
     _wl_sys.exit(1)

@@ -600,8 +600,8 @@ def plan_from_config(config: dict, runs=None):
         runs = wplan.expand(doc, catalog, scale, ROOT / config["workloads"]["experiments_file"],
                             only=config["workloads"]["experiments"])
         # the config's filters, as workloads/rules.smk applies them to the DAG
-        systems, levels = config["workloads"].get("systems"), config["workloads"].get("levels")
-        runs = [r for r in runs if (not systems or r.system in systems) and (not levels or r.level in levels)]
+        w = config["workloads"]
+        runs = wplan.select(runs, w.get("systems"), w.get("levels"), w.get("faults"))
     by_fleet = assign(runs, doc, fleets, aws["instances_file"])
     rows = estimate(by_fleet, fleets, est, prices, aws["prices_file"])
     return by_fleet, rows, prices

@@ -33,6 +33,15 @@ def test_the_rule_sums_every_subscription_over_the_processes():
     assert not drain_agreed(["acked 4\nsub a 4\nsub b 1\n", "acked 0\nsub a 0\nsub b 2\n"])
 
 
+def test_a_fan_out_parts_whole_subscriptions_hold_the_drain_by_their_fewest():
+    """The runner's compact state (Barrier.drainState): the subscriptions whole in a process are one line."""
+    assert not drain_agreed(["acked 6\nwhole 2 9\n", "acked 4\nwhole 1 10\n"])
+    assert drain_agreed(["acked 6\nwhole 2 10\n", "acked 4\nwhole 1 10\n"])
+    assert not drain_agreed(["acked 6\nwhole 2 10\nsub s 5\n", "acked 4\nsub s 4\n"])
+    assert drain_agreed(["acked 6\nwhole 2 10\nsub s 5\n", "acked 4\nsub s 5\n"])
+    assert not drain_agreed(["acked 6\nwhole 3 10\n", None]) and drain_agreed(["acked 6\nwhole 3 10\n", "acked 4\n"])
+
+
 @needs_sshd
 def test_parts_drain_when_all_of_them_have_read_everything_not_when_one_falls_quiet(sshd, tmp_path):
     sshd.start()

@@ -122,6 +122,19 @@ def test_config_experiments_may_name_any_experiment_of_the_file():
         plan.expand(doc, CATALOG, "local", only=["E999-X"])
 
 
+def test_the_configs_filters_keep_plain_runs_unless_the_grid_is_fault_runs_only():
+    doc = plan.load()
+    runs = plan.expand(doc, CATALOG, "local", only=["E000-MT1", "E000-FAULTCLAIM"])
+    plain = [r for r in runs if r.fault is None]
+    assert plain and len(plain) < len(runs)
+    assert plan.select(runs) == runs
+    kills = plan.select(runs, faults=["kill-leader"])
+    assert {r.fault for r in kills} == {None, "kill-leader"} and [r for r in kills if r.fault is None] == plain
+    assert {r.fault for r in plan.select(runs, faults=["kill-leader"], keep_plain=False)} == {"kill-leader"}
+    some = plan.select(runs, systems=["kafka"], levels=["L1"], faults=["power-loss"])
+    assert some and all(r.system == "kafka" and r.level == "L1" and r.fault in (None, "power-loss") for r in some)
+
+
 def test_config_repetitions_replace_the_scales_and_keep_repetition_one():
     doc = plan.load()
     one = plan.expand(doc, CATALOG, "local", only=["E000-MT1"])

@@ -75,28 +75,55 @@ final class Barrier {
 
     /**
      * This process's drain state, {@code drain-<index>} in the barrier directory (written aside, then renamed): its
-     * acknowledged sends ({@code acked N}) and, per subscription it audits, the unique messages its consumers received
-     * ({@code sub NAME N}). A process alone cannot tell its drain: the consumers of one subscription are spread over
-     * the processes, so what it should have received depends on the others' partitions.
+     * acknowledged sends ({@code acked N}); for the subscriptions all of whose consumers are this process's, one line
+     * {@code whole K MIN} (K of them, the fewest unique messages any of them received: no other process adds to
+     * those); for a subscription whose consumers are split over the processes, {@code sub NAME N} (the unique messages
+     * its consumers here received). A subscription none of whose consumers is here adds nothing and is not named. So
+     * a fan-out part's state stays a few lines however many subscriptions it holds (study 003's N-subscription layout:
+     * every subscription is one consumer's, whole in one process). A process alone cannot tell its drain: the
+     * consumers of one subscription may be spread over the processes, so what it should have received depends on the
+     * others' acknowledged sends. {@code here}: consumers of each subscription this process was given (by name);
+     * {@code perSubscription}: consumers of one subscription over all processes.
      */
-    static void writeDrain(String dir, int index, long acked, java.util.List<Audit> audits) throws java.io.IOException {
-        StringBuilder b = new StringBuilder("acked ").append(acked).append('\n');
-        for (Audit a : audits) b.append("sub ").append(a.name).append(' ').append(a.unique()).append('\n');
+    static void writeDrain(String dir, int index, long acked, java.util.List<Audit> audits,
+                           java.util.Map<String, Integer> here, int perSubscription) throws java.io.IOException {
+        Files.writeString(drainTmp(dir, index), drainState(acked, audits, here, perSubscription));
+        Files.move(drainTmp(dir, index), Path.of(dir).resolve("drain-" + index), StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static Path drainTmp(String dir, int index) throws java.io.IOException {
         Path d = Path.of(dir);
         Files.createDirectories(d);
-        Path tmp = d.resolve(".drain-" + index + ".tmp");
-        Files.writeString(tmp, b.toString());
-        Files.move(tmp, d.resolve("drain-" + index), StandardCopyOption.ATOMIC_MOVE);
+        return d.resolve(".drain-" + index + ".tmp");
+    }
+
+    /** The text of a drain state (writeDrain). */
+    static String drainState(long acked, java.util.List<Audit> audits, java.util.Map<String, Integer> here,
+                             int perSubscription) {
+        StringBuilder b = new StringBuilder("acked ").append(acked).append('\n');
+        StringBuilder split = new StringBuilder();
+        long min = Long.MAX_VALUE;
+        int whole = 0;
+        for (Audit a : audits) {
+            int mine = here.getOrDefault(a.name, 0);
+            if (mine <= 0) continue;
+            if (mine >= perSubscription) { whole++; min = Math.min(min, a.unique()); }
+            else split.append("sub ").append(a.name).append(' ').append(a.unique()).append('\n');
+        }
+        if (whole > 0) b.append("whole ").append(whole).append(' ').append(min).append('\n');
+        return b.append(split).toString();
     }
 
     /**
-     * Whether every process has written its drain state and, for every subscription any of them audits, the unique
-     * messages received over all processes reach the acknowledged sends of all processes (the texts of
+     * Whether every process has written its drain state, every subscription whole in one process reached the
+     * acknowledged sends of all processes ({@code whole}'s fewest), and, for every subscription split over them, the
+     * unique messages received over all processes reach the acknowledged sends of all processes (the texts of
      * {@code drain-0 .. drain-<count-1>}; null where one is missing).
      */
     static boolean drainAgreed(java.util.List<String> states) {
         long acked = 0;
         java.util.Map<String, Long> received = new java.util.HashMap<>();
+        java.util.List<Long> wholeMins = new java.util.ArrayList<>();
         for (String st : states) {
             if (st == null) return false;
             boolean sawAcked = false;
@@ -104,10 +131,12 @@ final class Barrier {
                 String[] f = line.trim().split(" ");
                 if (f.length == 2 && f[0].equals("acked")) { acked += Long.parseLong(f[1]); sawAcked = true; }
                 else if (f.length == 3 && f[0].equals("sub")) received.merge(f[1], Long.parseLong(f[2]), Long::sum);
+                else if (f.length == 3 && f[0].equals("whole")) wholeMins.add(Long.parseLong(f[2]));
             }
             if (!sawAcked) return false; // a state cut short: not yet
         }
         for (long r : received.values()) if (r < acked) return false;
+        for (long r : wholeMins) if (r < acked) return false;
         return true;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.HdrHistogram.Histogram;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,6 +58,9 @@ public final class Runner {
     private final List<Thread> senders = new ArrayList<>();
     private final List<Driver.Consumer> tailingConsumers = new ArrayList<>(), catchUpConsumers = new ArrayList<>();
     private final List<Audit> audits = new ArrayList<>();
+    // consumers of each subscription (by name) this process was given, connected or not: the drain state's split
+    // between the subscriptions whole in this process and those shared with the others (Barrier.drainState)
+    private final Map<String, Integer> assignedHere = new HashMap<>();
     /** this process's consumers of each subscription that are in the audit (fan-out: those connected) */
     private final Map<String, Integer> auditedConsumers = new LinkedHashMap<>();
     /** fan-out: subscriptions left out of the audit (none of this process's consumers connected), with those consumers */
@@ -291,6 +295,7 @@ public final class Runner {
                 Audit a = audits.get(s);
                 for (int c = 0; c < w.consumerPerSubscription; c++, cidx++) {
                     if (cidx % o.count != o.index) continue;
+                    assignedHere.merge(subNames.get(s), 1, Integer::sum);
                     Driver.Handler h = (payload, partition) -> {
                         if (!MessageHeader.valid(payload)) { a.recordForeign(); m.received.increment(); return; }
                         m.onReceive(MessageHeader.sendMicros(payload), MessageHeader.intendedMicros(payload), cu);
@@ -799,20 +804,25 @@ public final class Runner {
                 boolean all = true;
                 for (Audit a : audits) if (a.unique() < acked) { all = false; break; }
                 if (all) { drained = true; break; }
-            } else if (o.barrier != null && fan == null) {
-                // several processes: what one should receive depends on the others' partitions, so they agree through
-                // the barrier's directory (a coordinator's `drained` on hosts that share none, testbeds/runner.py);
-                // not a fan-out's thousands of subscriptions, whose state would be megabytes every 0.2 s
+            } else if (o.barrier != null) {
+                // several processes: what one should receive depends on the others' acknowledged sends, so they agree
+                // through the barrier's directory (a coordinator's `drained` on hosts that share none,
+                // testbeds/runner.py); a fan-out part's thousands of subscriptions, each whole in one process, are one
+                // line of its state (Barrier.drainState)
                 long now = System.currentTimeMillis();
-                if (now - lastDrainWrite >= 200) { Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits); lastDrainWrite = now; }
+                int perSub = w.topics * w.consumerPerSubscription;
+                if (now - lastDrainWrite >= 200) {
+                    Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits, assignedHere, perSub);
+                    lastDrainWrite = now;
+                }
                 if (o.barrierCoordinated ? java.nio.file.Files.exists(java.nio.file.Path.of(o.barrier, "drained"))
                         : Barrier.drainAgreed(o.barrier, o.count)) {
-                    Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits);
+                    Barrier.writeDrain(o.barrier, o.index, m.acked.sum(), audits, assignedHere, perSub);
                     drained = true;
                     break;
                 }
             } else {
-                // several processes with a --start-at and no barrier, or a fan-out: a quiet spell of 3 s decides
+                // several processes with a --start-at and no barrier: a quiet spell of 3 s decides
                 long r = m.received.sum();
                 if (r != lastRecv) { lastRecv = r; stableSince = System.currentTimeMillis(); }
                 else if (System.currentTimeMillis() - stableSince > 3000) { drained = true; break; }
