@@ -29,11 +29,12 @@ from pathlib import Path
 RUNNER_FDS = {"kafka": 6, "pulsar": 0}
 BROKER_FDS = {"kafka": 2, "pulsar": 0}
 BASE_FDS = 1000  # JVM, jars, client threads, producers, admin client; the broker's log segments and sockets
-# runner heap per connected consumer, in KB. Pulsar: 13.0 KB idle, 17.8 KB all-in with 5 000 consumers against 50
-# (`runner/bench/fanout.py --system pulsar`). Kafka: every consumer is a KafkaConsumer of its own (fetch buffers,
-# metadata, a poll and a heartbeat thread); about 2 MB was an earlier session's estimate, but `local all` held 1 000 in
-# one 2 GB runner. Not measured: 1 MB is an upper estimate until `runner/bench/fanout.py --system kafka` measures it.
-HEAP_KB = {"kafka": 1024, "pulsar": 18}
+# runner heap per connected consumer, in KB, after a GC, with every consumer connected and reading (1 msg/s of 10 KB).
+# Pulsar: 13.0 KB each, 17.8 KB all-in with 5 000 consumers against 50 (`runner/bench/fanout.py --system pulsar`).
+# Kafka: every consumer is a KafkaConsumer of its own (fetch buffers, metadata, metrics, a heartbeat thread): 418.5 KB
+# each, 451.5 KB all-in with 1 000 against 50 (`runner/bench/fanout.py --system kafka --only heap --consumers 1000`,
+# docs/measurements.yaml fanout-heap-kafka); planned at 512, an eighth above the all-in figure
+HEAP_KB = {"kafka": 512, "pulsar": 18}
 BASE_HEAP_MB = 512  # the producers, the histograms, the client's own pools
 JVM_OPTIONS = Path(__file__).resolve().parent.parent / "runner" / "bin" / "jvm.options"
 

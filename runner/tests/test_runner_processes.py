@@ -103,6 +103,21 @@ def test_two_processes_with_a_coordinated_barrier_start_when_the_coordinator_say
         for d in dirs:
             (d / ".go.tmp").write_text(str(go))
             (d / ".go.tmp").rename(d / "go")
+        # and the drain: once their states (drain-<i>, a fan-out part's a line or two) agree, `drained` in both
+        # directories, as testbeds/runner.py's coordinate_drain writes it over ssh
+        from testbeds.runner import drain_agreed
+
+        states_seen = []
+        while any(p.poll() is None for p in procs) and time.time() < deadline + 300:
+            states = [(d / f"drain-{i}").read_text() if (d / f"drain-{i}").exists() else None
+                      for i, d in enumerate(dirs)]
+            if drain_agreed(states):
+                states_seen = states
+                for d in dirs:
+                    (d / ".drained.tmp").write_text("1")
+                    (d / ".drained.tmp").rename(d / "drained")
+                break
+            time.sleep(0.2)
         outs = [p.communicate(timeout=600) for p in procs]
     finally:
         for p in procs:
@@ -119,6 +134,11 @@ def test_two_processes_with_a_coordinated_barrier_start_when_the_coordinator_say
     assert m.returncode == 0, m.stderr
     x = check_result(json.loads(merged.read_text()), cobj)
     assert x["audit"]["acked"] == sum(p["x-streambench"]["audit"]["acked"] for p in parts) > 0
+    # the parts' drain states agreed: each names its 100 subscriptions (one consumer each, all its own) in one line
+    assert states_seen, "the parts' drain states never agreed"
+    for st in states_seen:
+        lines = st.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("acked ") and lines[1].startswith("whole 100 "), st
 
 
 @pytest.mark.integration
