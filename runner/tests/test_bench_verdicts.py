@@ -90,8 +90,13 @@ def test_heap_flat_judges_flat_growing_and_too_few_samples(bench):
     assert judge(flat[:2], 1) == 1
 
 
-@pytest.mark.parametrize("per_consumer_kb, connect_ratio, rc", [(30, 1.0, 0), (60, 1.0, 1), (30, 0.8, 1)])
-def test_fanout_exit_code_follows_both_criteria(bench, monkeypatch, tmp_path, per_consumer_kb, connect_ratio, rc):
+# Pulsar: per consumer <= 50 KB and <= fanout.HEAP_KB (18 KB), connect ratio >= 0.95; Kafka (heap only): per consumer
+# <= fanout.HEAP_KB (512 KB); both: the small run's heap <= fanout.BASE_HEAP_MB
+@pytest.mark.parametrize("system, per_consumer_kb, connect_ratio, rc", [
+    ("pulsar", 15, 1.0, 0), ("pulsar", 60, 1.0, 1), ("pulsar", 30, 1.0, 1), ("pulsar", 15, 0.8, 1),
+    ("kafka", 400, None, 0), ("kafka", 600, None, 1)])
+def test_fanout_exit_code_follows_every_criterion(bench, monkeypatch, tmp_path, system, per_consumer_kb, connect_ratio,
+                                                  rc):
     m = bench["fanout"]
     monkeypatch.setattr(m, "ROOT", tmp_path)  # the script looks for the jar and makes its temp dir under ROOT
     (tmp_path / "runner" / "target").mkdir(parents=True)
@@ -112,12 +117,14 @@ def test_fanout_exit_code_follows_both_criteria(bench, monkeypatch, tmp_path, pe
     def fake_omb(system, wl, cluster, out, heap):
         import yaml
         n = yaml.safe_load(Path(wl).read_text())["subscriptionsPerTopic"]
-        res = {"x-streambench": {"fanOut": {"connectionTimeSeconds": n / (100.0 * connect_ratio)}}}
+        res = {"x-streambench": {"fanOut": {"connectionTimeSeconds": n / (100.0 * (connect_ratio or 1.0))}}}
         return res, (10_000 + n * per_consumer_kb if heap else None)
 
     monkeypatch.setattr(m, "omb", fake_omb)
     monkeypatch.setattr(m, "plain", lambda system, endpoint, topic, n, c, admin: n / 100.0)
-    monkeypatch.setattr(sys, "argv", ["fanout.py", "--consumers", "500", "--small", "50", "--reps", "2"])
+    only = ["--only", "heap"] if connect_ratio is None else []
+    monkeypatch.setattr(sys, "argv", ["fanout.py", "--system", system, "--consumers", "500", "--small", "50",
+                                      "--reps", "2", *only])
     assert m.main() == rc
 
 
