@@ -207,17 +207,22 @@ def partitioned(inv) -> bool:
     return any(fault_tables(ns)[0] for ns in inv.provider["netns"].values())
 
 
-def server_java(inv) -> list[str]:
-    """The java processes still running on the lab's hosts (a stopped cluster has none)."""
+def host_java(inv) -> list[tuple[str, int]]:
+    """(host, pid) of each java process running on the lab's hosts."""
     out = []
     for h, ns in inv.provider["netns"].items():
         for pid in lab.netns_pids(ns):
             try:
                 if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
-                    out.append(f"host {h}: java {pid}")
+                    out.append((h, pid))
             except OSError:
                 pass
     return out
+
+
+def server_java(inv) -> list[str]:
+    """The java processes still running on the lab's hosts (a stopped cluster has none)."""
+    return [f"host {h}: java {pid}" for h, pid in host_java(inv)]
 
 
 def not_handed_over(inv, uid: int) -> list[str]:
@@ -242,17 +247,14 @@ def java_not_of(inv, uid: int) -> tuple[int, list[str]]:
     """The java processes on the lab's hosts, and those of them not run by the login user `uid` (EC2-like: every
     node runs as that user, started over ssh as it)."""
     n, out = 0, []
-    for h, ns in inv.provider["netns"].items():
-        for pid in lab.netns_pids(ns):
-            try:
-                if Path(f"/proc/{pid}/comm").read_text().strip() != "java":
-                    continue
-                owner = Path(f"/proc/{pid}").stat().st_uid
-            except OSError:
-                continue
-            n += 1
-            if owner != uid:
-                out.append(f"host {h}: java {pid} runs as uid {owner}, not the login user's ({uid})")
+    for h, pid in host_java(inv):
+        try:
+            owner = Path(f"/proc/{pid}").stat().st_uid
+        except OSError:  # ended meanwhile
+            continue
+        n += 1
+        if owner != uid:
+            out.append(f"host {h}: java {pid} runs as uid {owner}, not the login user's ({uid})")
     return n, out
 
 
@@ -463,8 +465,6 @@ def main(argv=None) -> int:
         left.append(f"login user {lab.login_user_name(a.id)}")
     if a.ec2_like and (lab.SUDOERS_DIR / f"streambench-lab-{a.id}").exists():
         left.append(f"sudoers file {lab.SUDOERS_DIR / f'streambench-lab-{a.id}'}")
-    if a.ec2_like and Path(f"/tmp/hsperfdata_{lab.login_user_name(a.id)}").exists():
-        left.append(f"/tmp/hsperfdata_{lab.login_user_name(a.id)}")
     failures += [f"left after lab down: {x}" for x in left]
     say(f"done in {time.monotonic() - t0:.0f} s")
     for f in failures:

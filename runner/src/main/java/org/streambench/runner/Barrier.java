@@ -87,14 +87,11 @@ final class Barrier {
      */
     static void writeDrain(String dir, int index, long acked, java.util.List<Audit> audits,
                            java.util.Map<String, Integer> here, int perSubscription) throws java.io.IOException {
-        Files.writeString(drainTmp(dir, index), drainState(acked, audits, here, perSubscription));
-        Files.move(drainTmp(dir, index), Path.of(dir).resolve("drain-" + index), StandardCopyOption.ATOMIC_MOVE);
-    }
-
-    private static Path drainTmp(String dir, int index) throws java.io.IOException {
         Path d = Path.of(dir);
         Files.createDirectories(d);
-        return d.resolve(".drain-" + index + ".tmp");
+        Path tmp = d.resolve(".drain-" + index + ".tmp");
+        Files.writeString(tmp, drainState(acked, audits, here, perSubscription));
+        Files.move(tmp, d.resolve("drain-" + index), StandardCopyOption.ATOMIC_MOVE);
     }
 
     /** The text of a drain state (writeDrain). */
