@@ -219,12 +219,17 @@ MARK = "data/runs/aws/rehearsal.json"  # written by the wrapper: the aws data he
 SUMMARY = "data/runs/aws/benchmarks.json"  # the runs' summary (workloads.summary), when the command made it
 
 
-def failed_runs() -> int:
-    """How many runs the summary the command made records as failed (0 when it made none: a narrower target)."""
+def failed_runs() -> list[str]:
+    """The runs the summary the command made records as failed, a line each naming the run, why and where (none
+    when it made no summary: a narrower target)."""
     try:
-        return int(json.loads((ROOT / SUMMARY).read_text()).get("failed") or 0)
-    except (OSError, ValueError, AttributeError):
-        return 0
+        s = json.loads((ROOT / SUMMARY).read_text())
+        lines = [f"{f.get('run')}: {f.get('reason', 'error')}{', in ' + f['phase'] if f.get('phase') else ''}: "
+                 f"{' '.join(f.get('error') or [])} (log {f.get('log')})" for f in s.get("failures") or []]
+        # a summary that counts failures it does not list still counts
+        return lines + ["(a failed run the summary does not name)"] * (int(s.get("failed") or 0) - len(lines))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
 
 
 def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str = LAB_ID, say=print) -> int:
@@ -276,8 +281,10 @@ def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str =
         if rc == 0 and clean and failed:
             # the workflow goes on past a failed run and ends 0, as a real aws run does; a rehearsal with failed runs
             # is not a rehearsal that passed: its data stay, and the runs that failed are the ones to retry
-            say(f"rehearse: {failed} run(s) failed ({SUMMARY}); `python -m workloads.run --forget-failed"
+            say(f"rehearse: {len(failed)} run(s) failed ({SUMMARY}); `python -m workloads.run --forget-failed"
                 f" {AWS_DATA[0]}/status` and then the same command retry exactly those")
+            for line in failed:
+                say(f"rehearse: failed: {line}")
             rc = 1
         if rc == 0 and clean:
             moved = []

@@ -132,11 +132,18 @@ def test_a_failed_rehearsal_keeps_its_data_for_the_resume_and_a_success_archives
     # the command ended 0 and the teardown was clean, but its summary records failed runs (a host's sshd stopped
     # mid-run): not a pass; the data stay and the message says how to retry exactly those runs
     outcome.update(rc=0, clean=True)
-    (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 2, "failed": 12}))
+    # each failed run is named with its reason, phase and first error line (CI keeps only what is printed)
+    one = {"run": "kafka/L1/E000-FAULTCI/rep-1", "reason": "timeout", "phase": "fault",
+           "error": ["no reader within 60 s"], "log": "logs/aws/x.log"}
+    (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 2, "failed": 12, "failures": [one]}))
     said = []
     assert rehearsal.rehearse(AWS, ["x"], say=said.append) == 1
     assert (root / "data/raw/aws/result.json").exists()
     assert any(m.startswith("rehearse: 12 run(s) failed") and "--forget-failed data/runs/aws/status" in m for m in said)
+    named = [m for m in said if m.startswith("rehearse: failed: ")]
+    assert named[0] == ("rehearse: failed: kafka/L1/E000-FAULTCI/rep-1: timeout, in fault: no reader within 60 s"
+                        " (log logs/aws/x.log)")
+    assert len(named) == 12 and named[1:] == ["rehearse: failed: (a failed run the summary does not name)"] * 11
     (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 14, "failed": 0}))
     said = []
     outcome.update(rc=0, clean=True)
