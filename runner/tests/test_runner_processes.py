@@ -17,7 +17,12 @@ from runner.tests.test_runner_integration import (DRIVERS, FANOUT, OMB_MERGE, OM
 __all__ = ["cluster"]  # the fixture, shared with test_runner_integration.py
 
 
+# Kafka only: the same split on Pulsar runs through workloads.parts (workloads/tests/test_parts.py's real run, on the
+# shared Pulsar L1 cluster), which checks the merge's sums, each part's share and their common start as this test
+# does; the barrier's and the drain's files, which workloads.parts removes after the run, are read here
 @pytest.mark.integration
+@pytest.mark.parametrize("cluster", [pytest.param("kafka", marks=pytest.mark.cluster("kafka", "L1"), id="kafka")],
+                         indirect=True)
 def test_two_processes_merge_exactly(cluster, tmp_path):
     system, cj, cobj = cluster
     # --start-at names the run (both parts carry it); --barrier starts both 2 s after the later one is set up,

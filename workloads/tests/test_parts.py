@@ -166,6 +166,15 @@ def test_a_real_run_split_over_two_runners_merges_exactly(shared_cluster, tmp_pa
     docs = [json.loads(p.read_text()) for p in kept]
     assert x["audit"]["acked"] == sum(d["x-streambench"]["audit"]["acked"] for d in docs) > 0
     assert x["audit"]["lost"] == 0 and x["audit"]["drained"] is True
-    assert x["process"]["count"] == 2
+    assert x["process"]["count"] == 2 and len(x["process"]["merged"]) == 2
+    # what runner/tests/test_runner_processes.py's merge test checks on Kafka, here on Pulsar: each part sent half the
+    # load, started at the moment the barrier agreed on, and the merge's periods and latency counts are the parts' sums
+    assert [d["x-streambench"]["producerRate"]["processShare"] for d in docs] == [0.5, 0.5]
+    assert len({d["x-streambench"]["process"]["startAt"] for d in docs}) == 1
+    merged = json.loads(out.read_text())
+    assert len(merged["publishRate"]) == 2
+    for i in range(2):
+        assert merged["publishRate"][i] == pytest.approx(sum(d["publishRate"][i] for d in docs), rel=0.01)
+    assert x["publishLatencyMs"]["count"] == sum(d["x-streambench"]["publishLatencyMs"]["count"] for d in docs)
     assert [ln for ln in log.read_text().splitlines() if ln.startswith("===")] == [
         "=== runner process 0 of 2 (exit 0)", "=== runner process 1 of 2 (exit 0)"]
