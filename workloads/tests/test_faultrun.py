@@ -3,6 +3,7 @@ expectations in the run summary (pure logic; the ci profile runs the real fault 
 import asyncio
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -665,3 +666,79 @@ def test_a_fault_run_of_a_torn_down_fleet_is_recorded_failed_naming_the_fleet(tm
     assert rec["error"].startswith("fleet s000 failed at up (aws: up.yml: failed)")
     assert json.loads(status.read_text())["reason"] == "testbed"
     assert not (tmp_path / "result.json").exists() and not (tmp_path / "clusters").exists()
+
+
+class _FakePulsarReader:
+    """A reader of one partition: its messages, `delay` s each (a broker round trip); `active` counts the readers
+    waiting on their broker at this moment, and its highest count."""
+    active = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def __init__(self, indices, delay):
+        self.left, self.delay, self.closed = list(indices), delay, False
+
+    def has_message_available(self):
+        return bool(self.left)
+
+    def read_next(self, timeout_millis):
+        a = _FakePulsarReader.active
+        with _FakePulsarReader.lock:
+            a["now"] += 1
+            a["most"] = max(a["most"], a["now"])
+        time.sleep(self.delay)
+        with _FakePulsarReader.lock:
+            a["now"] -= 1
+
+        class M:
+            def __init__(self, i):
+                self.i = i
+
+            def data(self):
+                return fc.payload(self.i, 20)
+        return M(self.left.pop(0))
+
+    def close(self):
+        self.closed = True
+
+
+def _pulsar_with(readers):
+    c = object.__new__(fc.PulsarClient)
+    c.namespace = "public/default"
+
+    class MessageId:
+        earliest = object()
+
+    class Mod:
+        pass
+    Mod.MessageId = MessageId
+    c.pulsar = Mod
+
+    class Client:
+        def create_reader(self, topic, start):
+            assert start is MessageId.earliest
+            r = readers[int(topic.rsplit("-", 1)[1])]
+            if r is None:
+                raise RuntimeError("Pulsar error: TimeOut")
+            return r
+    c.client = Client()
+    return c
+
+
+def test_pulsar_verifier_reads_the_partitions_side_by_side_each_in_its_order():
+    # 4 partitions of 20 messages, 10 ms of waiting on the broker for each: the readers wait side by side
+    _FakePulsarReader.active.update(now=0, most=0)
+    readers = [_FakePulsarReader([p + 4 * k for k in range(20)], 0.01) for p in range(4)]
+    got = _pulsar_with(readers).read_back("t", 4, time.monotonic() + 60)
+    assert got == [p + 4 * k for p in range(4) for k in range(20)]  # partition by partition, each in its order
+    assert _FakePulsarReader.active["most"] >= 2
+    assert all(r.closed for r in readers)
+
+
+def test_pulsar_verifier_fails_at_its_deadline_and_stops_every_partition():
+    # partition 1 never gets a reader (the broker has not loaded it) and partition 0 has 10 s of reading left: at the
+    # 1-s deadline the cycle fails (whichever partition saw it first) and no reader goes on or stays open
+    readers = [_FakePulsarReader(range(1000), 0.01), None]
+    t = time.monotonic()
+    with pytest.raises(fc.CycleFailure, match="verifier: (no reader on|.* not read to its end)"):
+        _pulsar_with(readers).read_back("t", 2, time.monotonic() + 1.0)
+    assert time.monotonic() - t < 5.0 and readers[0].left and readers[0].closed
