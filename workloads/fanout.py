@@ -33,7 +33,8 @@ BASE_FDS = 1000  # JVM, jars, client threads, producers, admin client; the broke
 # Pulsar: 13.0 KB each, 17.8 KB all-in with 5 000 consumers against 50 (`runner/bench/fanout.py --system pulsar`).
 # Kafka: every consumer is a KafkaConsumer of its own (fetch buffers, metadata, metrics, a heartbeat thread): 418.5 KB
 # each, 451.5 KB all-in with 1 000 against 50 (`runner/bench/fanout.py --system kafka --only heap --consumers 1000`,
-# docs/measurements.yaml fanout-heap-kafka); planned at 512, a fifth above each consumer's and above the all-in figure
+# docs/measurements.yaml fanout-heap-kafka); planned at 512, a fifth above each consumer's figure and an eighth above
+# the all-in one
 HEAP_KB = {"kafka": 512, "pulsar": 18}
 BASE_HEAP_MB = 512  # the producers, the histograms, the client's own pools
 JVM_OPTIONS = Path(__file__).resolve().parent.parent / "runner" / "bin" / "jvm.options"

@@ -80,6 +80,12 @@ def _cell(run: str) -> str:
     return head if last.startswith("rep-") else run
 
 
+def failure_line(f: dict) -> str:
+    """One failed run of a summary's `failures`, as a line: why, in which phase, which run, its error, its log."""
+    return (f"failed ({f.get('reason', 'error')}{', in ' + f['phase'] if f.get('phase') else ''}): {f.get('run')}: "
+            f"{' '.join(f.get('error') or [])} (log {f.get('log')})")
+
+
 def check(path: Path) -> int:
     """Exit status for a summary: 0 when it has runs, none failed, and nothing was lost or duplicated."""
     try:
@@ -90,8 +96,7 @@ def check(path: Path) -> int:
     print(f"{path}: {s['ok']}/{s['runs']} runs ok, {s['lostMessages']} lost, {s['duplicatedMessages']} duplicated, "
           f"{s.get('suspect', 0)} suspect, {s['runSeconds']} s of runs")
     for f in s["failures"]:
-        print(f"  failed ({f.get('reason', 'error')}{', in ' + f['phase'] if f.get('phase') else ''}): {f['run']}: "
-              f"{' '.join(f['error'])} (log {f['log']})")
+        print(f"  {failure_line(f)}")
     for w in s.get("warnings", []):
         print(f"  warning: {w['run']}: {'; '.join(w['warnings'])}")
     for f in s.get("faultRuns", []):

@@ -220,14 +220,14 @@ SUMMARY = "data/runs/aws/benchmarks.json"  # the runs' summary (workloads.summar
 
 
 def failed_runs() -> list[str]:
-    """The runs the summary the command made records as failed, a line each naming the run, why and where (none
-    when it made no summary: a narrower target)."""
+    """The runs the summary the command made records as failed, a line each naming the run, why and where
+    (workloads.summary's own line; none when it made no summary: a narrower target)."""
+    from workloads.summary import failure_line
     try:
         s = json.loads((ROOT / SUMMARY).read_text())
-        lines = [f"{f.get('run')}: {f.get('reason', 'error')}{', in ' + f['phase'] if f.get('phase') else ''}: "
-                 f"{' '.join(f.get('error') or [])} (log {f.get('log')})" for f in s.get("failures") or []]
+        lines = [failure_line(f) for f in s.get("failures") or []]
         # a summary that counts failures it does not list still counts
-        return lines + ["(a failed run the summary does not name)"] * (int(s.get("failed") or 0) - len(lines))
+        return lines + ["failed: a run the summary does not name"] * (int(s.get("failed") or 0) - len(lines))
     except (OSError, ValueError, AttributeError, TypeError):
         return []
 
@@ -284,7 +284,7 @@ def rehearse(aws: dict, command: list[str], subnet: str = LAB_SUBNET, lid: str =
             say(f"rehearse: {len(failed)} run(s) failed ({SUMMARY}); `python -m workloads.run --forget-failed"
                 f" {AWS_DATA[0]}/status` and then the same command retry exactly those")
             for line in failed:
-                say(f"rehearse: failed: {line}")
+                say(f"rehearse: {line}")
             rc = 1
         if rc == 0 and clean:
             moved = []

@@ -160,7 +160,8 @@ def test_a_real_run_split_over_two_runners_merges_exactly(shared_cluster, tmp_pa
                         "--cluster", str(shared_cluster.cluster_json), "--output", str(out), "--log", str(log)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (r.stderr[-2000:], log.read_text()[-4000:] if log.exists() else "")
-    x = check_result(json.loads(out.read_text()), shared_cluster.doc)
+    merged = json.loads(out.read_text())
+    x = check_result(merged, shared_cluster.doc)
     kept = sorted(out.with_suffix(".parts").glob("part-*.json"))
     assert len(kept) == 2
     docs = [json.loads(p.read_text()) for p in kept]
@@ -171,7 +172,6 @@ def test_a_real_run_split_over_two_runners_merges_exactly(shared_cluster, tmp_pa
     # load, started at the moment the barrier agreed on, and the merge's periods and latency counts are the parts' sums
     assert [d["x-streambench"]["producerRate"]["processShare"] for d in docs] == [0.5, 0.5]
     assert len({d["x-streambench"]["process"]["startAt"] for d in docs}) == 1
-    merged = json.loads(out.read_text())
     assert len(merged["publishRate"]) == 2
     for i in range(2):
         assert merged["publishRate"][i] == pytest.approx(sum(d["publishRate"][i] for d in docs), rel=0.01)

@@ -140,10 +140,10 @@ def test_a_failed_rehearsal_keeps_its_data_for_the_resume_and_a_success_archives
     assert rehearsal.rehearse(AWS, ["x"], say=said.append) == 1
     assert (root / "data/raw/aws/result.json").exists()
     assert any(m.startswith("rehearse: 12 run(s) failed") and "--forget-failed data/runs/aws/status" in m for m in said)
-    named = [m for m in said if m.startswith("rehearse: failed: ")]
-    assert named[0] == ("rehearse: failed: kafka/L1/E000-FAULTCI/rep-1: timeout, in fault: no reader within 60 s"
+    named = [m for m in said if m.startswith("rehearse: failed")]
+    assert named[0] == ("rehearse: failed (timeout, in fault): kafka/L1/E000-FAULTCI/rep-1: no reader within 60 s"
                         " (log logs/aws/x.log)")
-    assert len(named) == 12 and named[1:] == ["rehearse: failed: (a failed run the summary does not name)"] * 11
+    assert len(named) == 12 and named[1:] == ["rehearse: failed: a run the summary does not name"] * 11
     (root / rehearsal.SUMMARY).write_text(json.dumps({"runs": 14, "ok": 14, "failed": 0}))
     said = []
     outcome.update(rc=0, clean=True)
