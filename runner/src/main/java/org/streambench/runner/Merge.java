@@ -85,7 +85,10 @@ public final class Merge {
         int subs = first.at("/x-streambench/periodCounts/subscriptions").asInt();
         // over the union of the parts' periods (and seconds below): the parts start together at startAt but end a few
         // seconds apart (each drains on its own), and a part that has ended adds nothing to a later period or second
-        // while its running totals hold their last value
+        // while its running totals hold their last value. A period's rates are the sum of the parts' rates, each part's
+        // count over its own window: the parts' windows share their planned bounds but each closes on its own 1-s tick,
+        // and on a loaded machine one part's window can run several tenths of a second longer than the other's (its
+        // count is then over a longer time; the sum of counts over the longest window would understate the rate)
         int nPeriods = 0;
         for (JsonNode d : docs) nPeriods = Math.max(nPeriods, d.at("/x-streambench/periodCounts/acked").size());
         List<OmbResult.Period> periods = new ArrayList<>();
@@ -93,6 +96,7 @@ public final class Merge {
         List<Histogram[]> perHists = new ArrayList<>();
         for (int i = 0; i < nPeriods; i++) {
             OmbResult.Period p = new OmbResult.Period();
+            p.publishRate = 0; p.errorRate = 0; p.consumeRate = 0;
             Histogram[] hs = new Histogram[perNames.length];
             for (int k = 0; k < hs.length; k++) hs[k] = Histos.create();
             for (JsonNode d : docs) {
@@ -100,10 +104,14 @@ public final class Merge {
                 p.sentTotal += held(pc.get("sentTotal"), i);
                 p.receivedTotal += held(pc.get("receivedTotal"), i);
                 if (i >= pc.get("acked").size()) continue;
-                p.seconds = Math.max(p.seconds, pc.get("seconds").get(i).asDouble());
-                p.acked += pc.get("acked").get(i).asLong();
-                p.errors += pc.get("errors").get(i).asLong();
-                p.received += pc.get("received").get(i).asLong();
+                double sec = pc.get("seconds").get(i).asDouble();
+                long acked = pc.get("acked").get(i).asLong(), errors = pc.get("errors").get(i).asLong(),
+                        received = pc.get("received").get(i).asLong();
+                p.seconds = Math.max(p.seconds, sec);
+                p.acked += acked;
+                p.errors += errors;
+                p.received += received;
+                if (sec > 0) { p.publishRate += acked / sec; p.errorRate += errors / sec; p.consumeRate += received / sec; }
                 for (int k = 0; k < hs.length; k++)
                     hs[k].add(Histos.decode(d.at("/x-streambench/histograms/perPeriod/" + perNames[k]).get(i).asText()));
             }

@@ -14,6 +14,9 @@ public final class OmbResult {
         public double seconds;
         public long acked, errors, received, sentTotal, receivedTotal;
         public Histogram publish, publishDelay, e2e;
+        /** Rates given whole (a merge of parts: the sum of each part's count over its own window), else each count over
+         *  {@link #seconds}. */
+        public double publishRate = Double.NaN, errorRate = Double.NaN, consumeRate = Double.NaN;
     }
 
     public static final String[] PCT_NAMES = {"50pct", "75pct", "95pct", "99pct", "999pct", "9999pct"};
@@ -35,9 +38,9 @@ public final class OmbResult {
         ArrayNode pr = r.putArray("publishRate"), per = r.putArray("publishErrorRate"), cr = r.putArray("consumeRate"),
                 bl = r.putArray("backlog");
         for (Period p : periods) {
-            pr.add(p.acked / p.seconds);
-            per.add(p.errors / p.seconds);
-            cr.add(p.received / p.seconds);
+            pr.add(Double.isNaN(p.publishRate) ? p.acked / p.seconds : p.publishRate);
+            per.add(Double.isNaN(p.errorRate) ? p.errors / p.seconds : p.errorRate);
+            cr.add(Double.isNaN(p.consumeRate) ? p.received / p.seconds : p.consumeRate);
             bl.add(Math.max(0, subscriptions * p.sentTotal - p.receivedTotal));
         }
         series(r, "publishLatency", periods, 0, 1000.0, false);

@@ -120,6 +120,25 @@ class MergeTest {
     }
 
     @Test
+    void windowsThatCloseApartMergeAsTheSumOfTheirRates() {
+        // a loaded machine: part a's first window closed 0.6 s late (10.6 s), b's on time (10 s), each at its own rate
+        ObjectNode a = part(0, 1, 40_000, 40_000), b = part(1, 2, 40_000, 40_000);
+        ObjectNode pc = (ObjectNode) a.at("/x-streambench/periodCounts");
+        ((ArrayNode) pc.get("seconds")).set(0, Fields.JSON.getNodeFactory().numberNode(10.6));
+        ((ArrayNode) pc.get("acked")).set(0, Fields.JSON.getNodeFactory().numberNode(21_200L));
+        ((ArrayNode) pc.get("received")).set(0, Fields.JSON.getNodeFactory().numberNode(10_600L));
+        ObjectNode m = Merge.merge(List.of("a.json", "b.json"), List.of(a, b));
+        assertEquals(21_200 / 10.6 + 20_000 / 10.0, m.get("publishRate").get(0).asDouble(), 1e-9,
+                "each part's count over its own window, summed (not the summed count over the longer window)");
+        assertEquals(10_600 / 10.6 + 19_990 / 10.0, m.get("consumeRate").get(0).asDouble(), 1e-9);
+        assertEquals(3 / 10.0 + 3 / 10.6, m.get("publishErrorRate").get(0).asDouble(), 1e-9);
+        assertEquals(4000.0, m.get("publishRate").get(1).asDouble(), 1e-9);
+        // the counts stay counts: the merged period holds their sums and the longest window
+        assertEquals(41_200, m.at("/x-streambench/periodCounts/acked/0").asLong());
+        assertEquals(10.6, m.at("/x-streambench/periodCounts/seconds/0").asDouble(), 1e-9);
+    }
+
+    @Test
     void mergeDetectsLossAcrossProcesses() {
         ObjectNode m = Merge.merge(List.of("a", "b"), List.of(part(0, 1, 40_000, 30_000), part(1, 2, 40_000, 49_990)));
         assertEquals(10, m.at("/x-streambench/audit/lost").asLong());
