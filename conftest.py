@@ -21,10 +21,13 @@ def ci_strict() -> bool:
 
 @pytest.fixture(autouse=True)
 def _unit_tests_see_no_extra_jvm_options(request, monkeypatch):
-    """env/test exports STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py) for the JVMs of its clusters and runners; a unit
-    test that compares command lines sees them as a user would, unset. Integration tests keep them."""
+    """env/test exports STREAMBENCH_JVM_EXTRA_OPTS (systems/plan.py) and STREAMBENCH_JVM_CDS_DIR (systems/cds.py) for
+    the JVMs of its clusters and runners; a unit test that compares command lines sees them as a user would, unset.
+    Integration tests keep them."""
     if not (request.node.get_closest_marker("integration") or request.node.get_closest_marker("serial")):
         monkeypatch.delenv("STREAMBENCH_JVM_EXTRA_OPTS", raising=False)
+        monkeypatch.delenv("STREAMBENCH_JVM_CDS_DIR", raising=False)
+        monkeypatch.delenv("STREAMBENCH_JVM_CDS_TRAIN", raising=False)
 
 
 def pytest_configure(config):

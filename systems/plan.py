@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from . import cds
 from . import durability as dur
 from . import kafka as skafka
 from . import pravega as spravega
@@ -61,10 +62,11 @@ class Placement:
     """Where a cluster goes: its server hosts (the first `len(hosts)`; one host means every node on it) and how a
     node's ports are chosen."""
 
-    def __init__(self, hosts: list[Host], ports: Callable[[str, str, list[str]], dict[str, int]]):
+    def __init__(self, hosts: list[Host], ports: Callable[[str, str, list[str]], dict[str, int]], local: bool = False):
         if not hosts:
             raise SystemsError("placement: no server host")
         self.hosts, self._ports = list(hosts), ports
+        self.local = local  # this machine (its files are the ones the plan's commands read)
 
     def server(self, i: int) -> Host:
         return self.hosts[i % len(self.hosts)]
@@ -85,7 +87,7 @@ def local_placement(rundir: Path, dist: Path, java: str) -> Placement:
         taken.update(ps)
         return dict(zip(names, ps))
     h = Host("local", LOOPBACK, str(rundir), str(dist), java)
-    return Placement([h], ports)
+    return Placement([h], ports, local=True)
 
 
 def fixed_ports(node: str, role: str, names: list[str]) -> dict[str, int]:
@@ -441,6 +443,10 @@ def build(system: str, level: str, tuning: str, placement: Placement, cfg: dict,
         for st in pl.stages:
             for o in st.once:
                 o.cmd, o.env = _with_jvm_options(o.cmd, o.env, o.host.java, pl.jvm_extra_opts)
+    if placement.local and cds.directory() is not None:  # env/test's class-data sharing archives (systems/cds.py)
+        for cmd_of in [*pl.nodes, *(o for st in pl.stages for o in st.once)]:
+            if cmd_of.cmd and cmd_of.cmd[0] == cmd_of.host.java:
+                cmd_of.cmd = [cmd_of.cmd[0], *cds.options(cmd_of.cmd, cmd_of.name), *cmd_of.cmd[1:]]
     return pl
 
 
