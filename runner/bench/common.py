@@ -81,6 +81,22 @@ def run_omb(wl: Path, drv: Path, bootstrap: str, out: Path, *, popen_hook=None, 
     return json.loads(out.read_text())
 
 
+def kafka_l2_up(rundir: Path) -> str | None:
+    """A 3-node Kafka cluster at L2, tuned (`python -m systems up`) in rundir: its bootstrap servers, or None after
+    printing why it did not start. Stop it with `kafka_down`."""
+    up = subprocess.run([sys.executable, "-m", "systems", "up", "kafka", "--level", "L2", "--tuning", "tuned", "--dir",
+                         str(rundir)], cwd=ROOT, capture_output=True, text=True)
+    if up.returncode != 0:
+        print(up.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads((rundir / "cluster.json").read_text())["kafka"]["bootstrapServers"]
+
+
+def kafka_down(rundir: Path) -> None:
+    subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
+                   capture_output=True, text=True)
+
+
 class Criteria:
     """The pass/fail criteria of one bench run. Each `check` prints one line with the measured value, the
     criterion and PASS or FAIL; `exit_code()` prints the tally and is the script's exit code: 0 when every

@@ -128,14 +128,11 @@ def main() -> int:
     opts = common.runner_java_opts()
     work = Path(tempfile.mkdtemp(prefix="omb-vs-runner-"))
     rundir = work / "cluster"
-    up = subprocess.run([sys.executable, "-m", "systems", "up", "kafka", "--level", "L2", "--tuning", "tuned", "--dir",
-                         str(rundir)], cwd=ROOT, capture_output=True, text=True)
-    if up.returncode != 0:
-        print(up.stderr[-2000:], file=sys.stderr)
+    bootstrap = common.kafka_l2_up(rundir)
+    if bootstrap is None:
         return 2
     crit = common.Criteria()
     try:
-        bootstrap = json.loads((rundir / "cluster.json").read_text())["kafka"]["bootstrapServers"]
         drv, wl = omb_files(src, work, bootstrap, a)
         print(f"3-node Kafka L2 {bootstrap}; OMB's kafka-latency driver and 1-topic-16-partitions-1kb workload at "
               f"{a.rate} msg/s, {a.warmup_minutes} min warm-up + {a.minutes} min, "
@@ -169,8 +166,7 @@ def main() -> int:
     except (RuntimeError, subprocess.TimeoutExpired, KeyError, ValueError) as e:
         crit.fail("a run", str(e).splitlines()[0][:300])
     finally:
-        subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
-                       capture_output=True, text=True)
+        common.kafka_down(rundir)
     return crit.exit_code()
 
 

@@ -73,13 +73,10 @@ def main() -> int:
     drv = yaml.safe_load(DRIVER.read_text())
     work = Path(tempfile.mkdtemp(prefix="pubdelay-"))
     rundir = work / "cluster"
-    up = subprocess.run([sys.executable, "-m", "systems", "up", "kafka", "--level", "L2", "--tuning", "tuned", "--dir",
-                         str(rundir)], cwd=ROOT, capture_output=True, text=True)
-    if up.returncode != 0:
-        print(up.stderr[-2000:], file=sys.stderr)
+    bootstrap = common.kafka_l2_up(rundir)
+    if bootstrap is None:
         return 1
     try:
-        bootstrap = json.loads((rundir / "cluster.json").read_text())["kafka"]["bootstrapServers"]
         print(f"3-node Kafka L2 {bootstrap}; {a.rate} msg/s, 1 KB, 16 partitions, 2 producers; "
               f"JVM {' '.join(java_opts())}", flush=True)
         rs, ps = [], []
@@ -109,8 +106,7 @@ def main() -> int:
               f"(target <= 1.1: {'PASS' if ratio <= 1.1 else 'FAIL'})")
         return 0 if ratio <= 1.1 else 1
     finally:
-        subprocess.run([sys.executable, "-m", "systems", "down", "--purge", "--dir", str(rundir)], cwd=ROOT,
-                       capture_output=True, text=True)
+        common.kafka_down(rundir)
 
 
 if __name__ == "__main__":

@@ -34,29 +34,15 @@ sys.path.insert(0, str(ROOT))
 from systems import cds  # noqa: E402
 from systems.plan import JVM_EXTRA_ENV  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jvm_extra_start import jvm_cpu_seconds  # noqa: E402  (the live JVMs' CPU, read from /proc)
+
 ENV_TEST_EXTRA = "-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def live_cpu(marker: str) -> float:
-    """CPU seconds of the live processes whose command line names `marker` (the run directory)."""
-    total = 0
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            if marker not in (p / "cmdline").read_bytes().decode(errors="replace"):
-                continue
-            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except OSError:
-            continue
-    return total / TICK
 
 
 def run(cmd: list[str], env: dict, what: str, timeout: float = 900) -> tuple[float, float]:
@@ -73,7 +59,7 @@ def one_round(work: Path, env: dict) -> dict[str, tuple[float, float]]:
     py = sys.executable
     try:
         wall, cpu = run([py, "-m", "systems", "up", "kafka", "--level", "L1", "--dir", str(d)], env, "kafka up")
-        start = (wall, cpu + live_cpu(str(d)))
+        start = (wall, cpu + jvm_cpu_seconds(str(d)))
         wl = work / "workload.yaml"
         wl.write_text(cds.TRAIN_WORKLOAD)
         out = work / "result.json"
