@@ -160,6 +160,16 @@ x-streambench:
 """
 
 
+def runner_command(work: Path, cluster_json: Path) -> list[str]:
+    """The runner's few seconds on a Kafka cluster (TRAIN_WORKLOAD, runner/testdata's 3-node Kafka driver), its
+    workload, result and log files in `work`: what the training runs, and what systems/bench/cds_start.py times."""
+    wl = work / "workload.yaml"
+    wl.write_text(TRAIN_WORKLOAD)
+    return [str(ROOT / "runner/bin/omb-run"), "--workload", str(wl), "--driver",
+            str(ROOT / "runner/testdata/kafka-3node.yaml"), "--output", str(work / "result.json"), "--log",
+            str(work / "runner.log"), "--cluster", str(cluster_json)]
+
+
 def train(log=print) -> list[Path]:
     """Start a Kafka cluster at L1 on this machine, run the runner against it for a few seconds, stop both, each JVM
     writing its archive at exit; then put one archive per name in place. Archives already there are kept."""
@@ -180,13 +190,8 @@ def train(log=print) -> list[Path]:
         rundir = Path(tmp) / "kafka"
         try:
             scluster.up("kafka", "L1", rundir, log=lambda m: None)
-            wl = Path(tmp) / "workload.yaml"
-            wl.write_text(TRAIN_WORKLOAD)
-            out = Path(tmp) / "result.json"
-            r = subprocess.run([str(ROOT / "runner/bin/omb-run"), "--workload", str(wl), "--driver",
-                                str(ROOT / "runner/testdata/kafka-3node.yaml"), "--output", str(out), "--log",
-                                str(Path(tmp) / "runner.log"), "--cluster", str(rundir / "cluster.json")],
-                               cwd=ROOT, capture_output=True, text=True, timeout=300)
+            r = subprocess.run(runner_command(Path(tmp), rundir / "cluster.json"), cwd=ROOT, capture_output=True,
+                               text=True, timeout=300)
             if r.returncode != 0:
                 log(f"systems.cds: the training run of the runner failed (exit {r.returncode}); its archive is not made")
         finally:

@@ -60,12 +60,7 @@ def one_round(work: Path, env: dict) -> dict[str, tuple[float, float]]:
     try:
         wall, cpu = run([py, "-m", "systems", "up", "kafka", "--level", "L1", "--dir", str(d)], env, "kafka up")
         start = (wall, cpu + jvm_cpu_seconds(str(d)))
-        wl = work / "workload.yaml"
-        wl.write_text(cds.TRAIN_WORKLOAD)
-        out = work / "result.json"
-        runner = run([str(ROOT / "runner/bin/omb-run"), "--workload", str(wl), "--driver",
-                      str(ROOT / "runner/testdata/kafka-3node.yaml"), "--output", str(out), "--log",
-                      str(work / "runner.log"), "--cluster", str(d / "cluster.json")], env, "the runner", timeout=300)
+        runner = run(cds.runner_command(work, d / "cluster.json"), env, "the runner", timeout=300)
     finally:
         subprocess.run([py, "-m", "systems", "down", "--dir", str(d), "--purge"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
@@ -90,8 +85,9 @@ def main() -> int:
             return 1
         made = sorted(p.name for p in archives.glob("*.jsa"))
         print(f"archives: {', '.join(made) or 'none'}", flush=True)
-        if len(made) < 3:
-            print("FAIL the training made fewer than 3 archives (kafka.Kafka, StorageTool, the runner's Main)")
+        missing = [m for m in cds.EXPECTED if not any(n.startswith(f"{m}-") for n in made)]
+        if missing:  # e.g. a JDK without a base archive, where the training makes none and says so
+            print(f"FAIL the training made no archive for {', '.join(missing)}")
             return 1
         got: dict[str, dict[str, list[tuple[float, float]]]] = {"without": {}, "with": {}}
         try:
