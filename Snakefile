@@ -69,7 +69,15 @@ include: "analysis/rules.smk"
 include: "paper/rules.smk"
 
 
+from env import snakesched  # noqa: E402
+
+
 onstart:
+    # no selection of jobs on a timer, only when a job ends: the timers' chains cost up to 0.3 cores of two beside the
+    # runs (env/snakesched.py)
+    if not snakesched.no_reselection_timer(workflow):
+        print("snakemake: no job scheduler to tune (env/snakesched.py); jobs are selected on Snakemake's timer",
+              file=sys.stderr)
     if config["testbed"] == "aws":
         _aws_gate()  # testbeds/aws/rules.smk: cost estimate, aws.confirm, credentials, before anything is created
 

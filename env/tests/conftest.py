@@ -18,7 +18,7 @@ def workflow_copy(tmp_path):
     root = tmp_path / "repo"
     (root / "env").mkdir(parents=True)
     shutil.copy(ROOT / "Snakefile", root / "Snakefile")
-    for name in ("__init__.py", "configcheck.py", "config.yaml", "config.schema.yaml"):
+    for name in ("__init__.py", "configcheck.py", "snakesched.py", "config.yaml", "config.schema.yaml"):
         shutil.copy(ROOT / "env" / name, root / "env" / name)
     shutil.copytree(ROOT / "env" / "profiles", root / "env" / "profiles")
     (root / "env" / "xdg").mkdir()

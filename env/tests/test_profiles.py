@@ -98,12 +98,49 @@ def test_a_spawned_run_job_sees_the_nested_profile_values_with_their_types(workf
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "env" / "profiles").iterdir() if (p / "config.yaml").is_file()))
-def test_every_profile_selects_jobs_greedily_not_with_a_cbc_process_every_second(name):
-    """Snakemake re-selects jobs every second while the runs wait on `cluster`; its default ILP selection starts a CBC
-    process each time (workloads/bench/snakemake_idle.py): each profile asks for greedy selection, and none sets a
-    timespan longer than Snakemake's 1 s, whose timer thread would hold Snakemake's exit that long."""
+def test_every_profile_selects_jobs_greedily_not_with_a_cbc_process_each_time(name):
+    """Snakemake selects jobs each time one ends; its default ILP selection starts a CBC process each time
+    (workloads/bench/snakemake_idle.py): each profile asks for greedy selection. None sets a job-rate timespan: the
+    workflow drops the limiter and its timer (env/snakesched.py)."""
     import yaml
 
     prof = yaml.safe_load((ROOT / "env" / "profiles" / name / "config.yaml").read_text())
     assert prof.get("scheduler") == "greedy", f"env/profiles/{name}/config.yaml: scheduler: {prof.get('scheduler')!r}"
     assert "max-jobs-per-timespan" not in prof
+
+
+@pytest.mark.parametrize("timer", [False, True])
+def test_jobs_are_selected_when_one_ends_not_on_a_timer(workflow_copy, timer):
+    """A job sleeping 6 s on `cluster=1` while 4 quick ones wait, behind 4 quick ones that ended: with the Snakefile's
+    onstart (env/snakesched.py) Snakemake selects once at the start and once per ended job; with Snakemake's
+    job-rate timer left in place (the onstart line removed from the copy) it selects many more times, as each ended
+    job started a chain of timed selections (the check can fail)."""
+    snakefile = workflow_copy / "Snakefile"
+    text = snakefile.read_text()
+    call = "if not snakesched.no_reselection_timer(workflow):"
+    assert call in text
+    if timer:
+        snakefile.write_text(text.replace(call, "if False:"))
+    (workflow_copy / "workloads" / "rules.smk").write_text(
+        'ALL_TARGETS.extend([f"q{i}.txt" for i in range(8)] + ["s.txt"])\n'
+        "rule quick:\n"
+        '    output: "q{i}.txt"\n'
+        "    priority: lambda wc: 200 if int(wc.i) < 4 else 1\n"
+        "    resources: cluster=1\n"
+        '    shell: "echo {wildcards.i} > {output}"\n'
+        "rule sleeper:\n"
+        '    output: "s.txt"\n'
+        "    priority: 100\n"
+        "    resources: cluster=1\n"
+        '    shell: "sleep 6; echo s > {output}"\n'
+    )
+    targets = [f"q{i}.txt" for i in range(8)] + ["s.txt"]
+    r = run([*SNAKEMAKE, "--profile", "ci", "--cores", "2", "--verbose", *targets], cwd=workflow_copy,
+            env=xdg_env(workflow_copy), timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert all((workflow_copy / t).is_file() for t in targets)
+    selections = (r.stdout + r.stderr).count("Ready jobs:")
+    if timer:
+        assert selections > 20, f"Snakemake's timer left in place: only {selections} selections for 9 jobs"
+    else:
+        assert selections <= 11, f"{selections} selections for 9 jobs: Snakemake selects on a timer"

@@ -3,9 +3,11 @@
 
 Upstream OpenMessaging Benchmark is built from its source (`--omb-src`: a checkout of
 https://github.com/openmessaging/benchmark, e.g. at 85599891321cafa2fb7065a63f009b4bb5374288; nothing of it is part
-of this repository): `mvn install -DskipTests -pl benchmark-framework -am` with its checks switched off, into a Maven
-repository of its own (`$STREAMBENCH_CACHE/omb-m2`, from Maven Central; this repository's lock-checked one is not
-touched). benchmark-framework depends on every driver module, so all of them are built; `--no-build` reuses a build.
+of this repository): the checkout is copied to `$STREAMBENCH_CACHE/omb-build` (the user's checkout is not touched), the
+copy's benchmark-framework keeps the driver API and the Kafka driver only (the other drivers' dependencies are not all
+on Maven Central), and `mvn install -DskipTests -pl benchmark-framework -am` with its checks switched off builds it into
+a Maven repository of its own (`$STREAMBENCH_CACHE/omb-m2`; this repository's lock-checked one is not touched). OMB
+runs from that copy; `--no-build` reuses it.
 
 Then one 3-node Kafka cluster at L2 (`python -m systems up kafka --level L2 --tuning tuned`, stopped on exit) and both
 tools with the same files: OMB's own `driver-kafka/kafka-latency.yaml` (its bootstrap servers set to the cluster's)
@@ -14,7 +16,9 @@ and `--minutes` (1) measured, `--producers` per topic (the file's 1 unless given
 runs it (the LocalWorker in one JVM) from its source directory; the runner as `runner/bin/omb-run`. Both get the
 runner's JVM options (bin/jvm.options or OMB_RUN_JAVA_OPTS), as the issue's comparison had them; `--omb-own-jvm` gives
 OMB its own defaults (-Xms4G -Xmx4G -XX:+UseG1GC) instead. OMB deletes no topic: after each of its runs its topics
-(`test-topic-*`) are deleted with the distribution's kafka-topics.sh, so the disk holds one run at a time.
+(`test-topic-*`) are deleted with Kafka's TopicCommand from the distribution's jars, so the disk holds one run at a time.
+The work directory (the cluster, the files both tools read, each run's result and log) is deleted at the end; `--keep DIR`
+keeps the result files and logs.
 
 One pair first, not counted (a fresh cluster's brokers still compile), then `--pairs` (>= 4) pairs alternating ABBA
 (OMB, runner, runner, OMB, ...). Each run prints its three p99s (aggregatedPublishDelayLatency99pct,
@@ -31,10 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -45,6 +52,7 @@ import common  # noqa: E402
 ROOT = common.ROOT
 sys.path.insert(0, str(ROOT))
 from workloads.guard import read_stat  # noqa: E402
+from workloads.run import kill_group  # noqa: E402
 
 SKIPS = ["-DskipTests", "-Dlicense.skip", "-Dcheckstyle.skip", "-Dspotless.check.skip", "-Dspotless.apply.skip",
          "-Dspotbugs.skip", "-Djacoco.skip"]
@@ -53,11 +61,39 @@ METRICS = {"publish-delay p99": "aggregatedPublishDelayLatency99pct",
            "end-to-end p99": "aggregatedEndToEndLatency99pct"}
 
 
-def build(src: Path, repo: Path) -> None:
+KEEP_DRIVERS = ("driver-api", "driver-kafka")
+
+
+def framework_pom_kafka_only(pom: str) -> str:
+    """benchmark-framework's pom.xml with its dependencies on driver modules other than the API and Kafka's removed: the
+    framework loads a driver by the class its driver file names, and the other drivers' dependencies are not all on
+    Maven Central (driver-bookkeeper's org.apache.bookkeeper:shaded-parent:4.14.4 is not)."""
+    def drop(m: re.Match) -> str:
+        block = m.group(0)
+        art = re.search(r"<artifactId>\s*([^<\s]+)\s*</artifactId>", block)
+        grp = re.search(r"<groupId>\s*([^<\s]+)\s*</groupId>", block)
+        if art and grp and grp.group(1) == "${project.groupId}" and art.group(1).startswith("driver-") \
+                and art.group(1) not in KEEP_DRIVERS:
+            return ""
+        return block
+    out = re.sub(r"[ \t]*<dependency>.*?</dependency>[ \t]*\n?", drop, pom, flags=re.S)
+    if "<artifactId>driver-kafka</artifactId>" not in out:
+        raise SystemExit("omb_vs_runner: benchmark-framework/pom.xml names no driver-kafka dependency")
+    return out
+
+
+def build(src: Path, dest: Path, repo: Path) -> None:
+    """Copies the checkout to dest (the user's checkout is not touched), keeps the framework's Kafka driver only and
+    builds `benchmark-framework` with the modules it needs."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "target"))
+    pom = dest / "benchmark-framework" / "pom.xml"
+    pom.write_text(framework_pom_kafka_only(pom.read_text()))
     cmd = ["mvn", "-B", "-q", f"-Dmaven.repo.local={repo}", "install", *SKIPS, "-pl", "benchmark-framework", "-am"]
-    print(f"building upstream OMB: (cd {src} && {shlex.join(cmd)})", flush=True)
-    r = subprocess.run(cmd, cwd=src, capture_output=True, text=True)
-    if r.returncode != 0 or not (src / "benchmark-framework/target/classpath.txt").is_file():
+    print(f"building upstream OMB's framework and Kafka driver: (cd {dest} && {shlex.join(cmd)})", flush=True)
+    r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+    if r.returncode != 0 or not (dest / "benchmark-framework/target/classpath.txt").is_file():
         tail = (r.stdout + r.stderr).strip().splitlines()[-20:]
         raise SystemExit(f"omb_vs_runner: the OMB build failed (exit {r.returncode}):\n" + "\n".join(tail))
 
@@ -78,22 +114,49 @@ def omb_files(src: Path, work: Path, bootstrap: str, a) -> tuple[Path, Path]:
 
 
 def delete_omb_topics(bootstrap: str) -> None:
+    """Deletes OMB's topics with Kafka's own TopicCommand from the prepared distribution's jars (it has no bin/)."""
     from systems import dist
-    tool = dist.require_dist("kafka") / "bin" / "kafka-topics.sh"
-    r = subprocess.run([str(tool), "--bootstrap-server", bootstrap, "--delete", "--topic", "test-topic-.*"],
-                       capture_output=True, text=True, timeout=120)
+    libs = dist.require_dist("kafka") / "libs"
+    cmd = ["java", "-cp", f"{libs}/*", "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+           "--delete", "--topic", "test-topic-.*"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise RuntimeError(f"deleting OMB's topics failed: {e}") from e
     if r.returncode != 0 and "does not exist" not in r.stderr:
         raise RuntimeError(f"deleting OMB's topics failed: {r.stderr.strip()[-500:]}")
 
 
-def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | None) -> dict:
+def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | None, grace: float = 20.0) -> dict:
+    """OMB's bin/benchmark for one workload. Its JVM may stay up after it has written its result (non-daemon client
+    threads; seen here with its Kafka driver): once the result file parses and has not changed for 2 s, OMB gets
+    `grace` seconds to exit by itself, then SIGTERM. The result counts either way; a run that ends without one fails."""
     env = dict(os.environ)
     if java_opts is not None:  # bin/benchmark puts HEAP_OPTS before -XX:+UseG1GC
         env["HEAP_OPTS"] = " ".join(java_opts)
-    r = subprocess.run(["bin/benchmark", "--drivers", str(drv), "--output", str(out), str(wl)], cwd=src, env=env,
-                       capture_output=True, text=True, timeout=3600)
-    if r.returncode != 0 or not out.is_file():
-        raise RuntimeError(f"OMB failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-1500:]}")
+    log = out.with_suffix(".log")
+    with open(log, "w") as fh:
+        p = subprocess.Popen(["bin/benchmark", "--drivers", str(drv), "--output", str(out), str(wl)], cwd=src, env=env,
+                             stdout=fh, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 3600
+            written_at = None
+            while p.poll() is None and time.monotonic() < deadline:
+                time.sleep(1)
+                if written_at is None and out.is_file() and time.time() - out.stat().st_mtime >= 2:
+                    try:
+                        json.loads(out.read_text())
+                        written_at = time.monotonic()
+                    except ValueError:
+                        pass
+                if written_at is not None and time.monotonic() - written_at > grace:
+                    print(f"  OMB wrote its result but had not exited {grace:.0f} s later: SIGTERM", flush=True)
+                    break
+        finally:
+            if p.poll() is None:
+                kill_group(p, grace=30)
+    if not out.is_file():
+        raise RuntimeError(f"OMB failed (exit {p.returncode}): {log.read_text(errors='replace').strip()[-1500:]}")
     return json.loads(out.read_text())
 
 
@@ -112,6 +175,8 @@ def main() -> int:
     ap.add_argument("--warmup-minutes", type=int, default=1)
     ap.add_argument("--producers", type=int, default=0, help="producers per topic (0: the workload file's)")
     ap.add_argument("--omb-own-jvm", action="store_true", help="OMB with its own JVM defaults, not the runner's")
+    ap.add_argument("--keep", type=Path, help="a new directory to keep every run's result file and log in (default: "
+                    "they are deleted with the work directory at the end)")
     a = ap.parse_args()
     src = a.omb_src.resolve()
     if not (src / "bin/benchmark").is_file() or not (src / "driver-kafka/kafka-latency.yaml").is_file():
@@ -121,18 +186,26 @@ def main() -> int:
     if a.pairs < 4:
         print("omb_vs_runner: --pairs: at least 4 (issue 33)", file=sys.stderr)
         return 2
+    if a.keep is not None and a.keep.exists():
+        print(f"omb_vs_runner: --keep: {a.keep} exists already", file=sys.stderr)
+        return 2
     common.require_built()
+    cache = Path(os.environ.get("STREAMBENCH_CACHE") or ROOT / ".cache")
+    built = cache / "omb-build"  # the checkout's copy that is built and run
     if not a.no_build:
-        cache = Path(os.environ.get("STREAMBENCH_CACHE") or ROOT / ".cache")
-        build(src, cache / "omb-m2")
+        build(src, built, cache / "omb-m2")
+    elif not (built / "benchmark-framework/target/classpath.txt").is_file():
+        print(f"omb_vs_runner: --no-build: no build in {built}", file=sys.stderr)
+        return 2
+    src = built
     opts = common.runner_java_opts()
     work = Path(tempfile.mkdtemp(prefix="omb-vs-runner-"))
     rundir = work / "cluster"
-    bootstrap = common.kafka_l2_up(rundir)
-    if bootstrap is None:
-        return 2
     crit = common.Criteria()
     try:
+        bootstrap = common.kafka_l2_up(rundir)
+        if bootstrap is None:
+            return 2
         drv, wl = omb_files(src, work, bootstrap, a)
         print(f"3-node Kafka L2 {bootstrap}; OMB's kafka-latency driver and 1-topic-16-partitions-1kb workload at "
               f"{a.rate} msg/s, {a.warmup_minutes} min warm-up + {a.minutes} min, "
@@ -163,10 +236,17 @@ def main() -> int:
             mo, mr = common.median(got["omb"][m]), common.median(got["runner"][m])
             print(f"median {m} over {a.pairs} pairs: OMB {mo:.3f}, runner {mr:.3f}", flush=True)
             crit.check(f"{m} runner / OMB", mr / mo if mo > 0 else float("inf"), "<=", 1.0, "x", ".2f")
-    except (RuntimeError, subprocess.TimeoutExpired, KeyError, ValueError) as e:
-        crit.fail("a run", str(e).splitlines()[0][:300])
+    except (RuntimeError, OSError, subprocess.TimeoutExpired, KeyError, ValueError) as e:
+        crit.fail("a run", (str(e).splitlines() or [type(e).__name__])[0][:300])
     finally:
         common.kafka_down(rundir)
+        if a.keep is not None:
+            a.keep.mkdir(parents=True)
+            for f in sorted(work.iterdir()):
+                if f.is_file():
+                    shutil.move(str(f), a.keep / f.name)
+            print(f"result files and logs kept in {a.keep}", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
     return crit.exit_code()
 
 

@@ -24,7 +24,7 @@ def bench():
     sys.path.insert(0, str(BENCH))
     try:
         yield {name: importlib.import_module(name) for name in
-               ("common", "rate_accuracy", "maxrate_vs_perftest", "heap_flat", "fanout")}
+               ("common", "rate_accuracy", "maxrate_vs_perftest", "heap_flat", "fanout", "omb_vs_runner")}
     finally:
         sys.path.remove(str(BENCH))
 
@@ -168,3 +168,135 @@ def test_recording_cost_exits_by_its_criterion(target_ns, rc):
     assert p.returncode == rc, p.stdout + p.stderr
     verdicts = [line for line in p.stdout.splitlines() if line.startswith("criterion median CPU per message")]
     assert len(verdicts) == 1 and verdicts[0].endswith("PASS" if rc == 0 else "FAIL"), p.stdout
+
+
+# runner/bench/omb_vs_runner.py: upstream OMB's build and its brokers replaced; what is tested is the judging of the
+# three p99 ratios, the exit codes, that the cluster is stopped and the work directory removed whatever happens
+
+
+def _omb_checkout(root: Path) -> Path:
+    """The files of an openmessaging/benchmark checkout the bench reads, built (its classpath.txt) as --no-build needs."""
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "benchmark").write_text("#!/bin/sh\n")
+    (root / "driver-kafka").mkdir()
+    (root / "driver-kafka" / "kafka-latency.yaml").write_text(
+        "name: Kafka\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\n"
+        "commonConfig: |\n  bootstrap.servers=localhost:9092\n")
+    (root / "workloads").mkdir()
+    (root / "workloads" / "1-topic-16-partitions-1kb.yaml").write_text(
+        "name: 1 topic / 16 partitions / 1Kb\ntopics: 1\npartitionsPerTopic: 16\nmessageSize: 1024\n"
+        "payloadFile: payload/payload-1Kb.data\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 1\n"
+        "producersPerTopic: 1\nproducerRate: 50000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 15\n")
+    (root / "benchmark-framework" / "target").mkdir(parents=True)
+    (root / "benchmark-framework" / "target" / "classpath.txt").write_text("")
+    return root
+
+
+def _omb_result(delay_us: float, pub_ms: float, e2e_ms: float) -> dict:
+    return {"publishRate": [10000.0], "aggregatedPublishDelayLatency99pct": delay_us,
+            "aggregatedPublishLatency99pct": pub_ms, "aggregatedEndToEndLatency99pct": e2e_ms}
+
+
+@pytest.fixture()
+def omb_bench(bench, monkeypatch, tmp_path):
+    m = bench["omb_vs_runner"]
+    cache = tmp_path / "cache"
+    src = _omb_checkout(cache / "omb-build")
+    monkeypatch.setenv("STREAMBENCH_CACHE", str(cache))
+
+    def mkdtemp(prefix):
+        (tmp_path / "work").mkdir()
+        return str(tmp_path / "work")
+    monkeypatch.setattr(m.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(m.common, "require_built", lambda: None)
+    monkeypatch.setattr(m.common, "runner_java_opts", lambda: ["-Xmx1g"])
+    calls = {"up": 0, "down": 0, "deleted": 0, "runs": []}
+
+    def up(rundir):
+        calls["up"] += 1
+        return "127.0.0.1:1"
+
+    monkeypatch.setattr(m.common, "kafka_l2_up", up)
+    monkeypatch.setattr(m.common, "kafka_down", lambda rundir: calls.__setitem__("down", calls["down"] + 1))
+    monkeypatch.setattr(m, "delete_omb_topics", lambda b: calls.__setitem__("deleted", calls["deleted"] + 1))
+    return m, src, calls, tmp_path
+
+
+@pytest.mark.parametrize("runner_delay_us, rc", [(900.0, 0), (1100.0, 1)])
+def test_omb_vs_runner_judges_the_three_p99_ratios_over_the_pairs(omb_bench, monkeypatch, runner_delay_us, rc,
+                                                                  capsys):
+    m, src, calls, tmp = omb_bench
+
+    def omb(src_, drv, wl, out, java_opts, grace=20.0):
+        calls["runs"].append("omb")
+        assert "bootstrap.servers=127.0.0.1:1" in Path(drv).read_text()
+        return _omb_result(1000.0, 5.0, 6.0)
+
+    def runner(wl, drv, bootstrap, out):
+        calls["runs"].append("runner")
+        return _omb_result(runner_delay_us, 4.0, 5.0)
+
+    monkeypatch.setattr(m, "run_omb", omb)
+    monkeypatch.setattr(m.common, "run_omb", runner)
+    monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", "--omb-src", str(src), "--no-build", "--rate", "10000"])
+    assert m.main() == rc
+    # the uncounted pair, then ABBA over 4 pairs
+    assert calls["runs"] == ["runner", "omb", "omb", "runner", "runner", "omb", "omb", "runner", "runner", "omb"]
+    assert calls["deleted"] == 5 and calls["up"] == 1 and calls["down"] == 1
+    assert not (tmp / "work").exists(), "the work directory is removed"
+    out = capsys.readouterr().out
+    assert f"publish-delay p99 runner / OMB: {runner_delay_us / 1000:.2f}" in out
+
+
+def test_omb_vs_runner_a_failed_run_is_a_fail_and_the_files_are_kept_on_request(omb_bench, monkeypatch, capsys):
+    m, src, calls, tmp = omb_bench
+
+    def omb(*a, **k):
+        raise FileNotFoundError(2, "No such file or directory", "bin/benchmark")
+
+    monkeypatch.setattr(m, "run_omb", omb)
+    monkeypatch.setattr(m.common, "run_omb", lambda *a, **k: _omb_result(1.0, 1.0, 1.0))
+    monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", "--omb-src", str(src), "--no-build", "--keep",
+                                      str(tmp / "kept")])
+    assert m.main() == 1
+    assert calls["down"] == 1 and not (tmp / "work").exists()
+    assert {p.name for p in (tmp / "kept").iterdir()} == {"kafka-latency.yaml", "workload.yaml"}
+    assert "No such file or directory" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["--pairs", "3"], "--pairs: at least 4"),
+    (["--omb-src", "/nonexistent"], "not a checkout of openmessaging/benchmark"),
+])
+def test_omb_vs_runner_cannot_run_exits_2_with_one_line(omb_bench, monkeypatch, capsys, argv, what):
+    m, src, calls, tmp = omb_bench
+    args = ["--omb-src", str(src), "--no-build", *argv]
+    monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", *args])
+    assert m.main() == 2
+    assert what in capsys.readouterr().err and calls["up"] == 0
+
+
+def test_omb_vs_runner_a_cluster_that_does_not_start_exits_2_and_is_stopped(omb_bench, monkeypatch):
+    m, src, calls, tmp = omb_bench
+    monkeypatch.setattr(m.common, "kafka_l2_up", lambda rundir: None)
+    monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", "--omb-src", str(src), "--no-build"])
+    assert m.main() == 2
+    assert calls["down"] == 1 and not (tmp / "work").exists()
+
+
+def test_omb_framework_pom_keeps_the_api_and_kafka_drivers_only(bench):
+    m = bench["omb_vs_runner"]
+
+    def dep(group, art):
+        return (f"    <dependency>\n      <groupId>{group}</groupId>\n      <artifactId>{art}</artifactId>\n"
+                f"      <version>${{project.version}}</version>\n    </dependency>\n")
+    pom = ("<project>\n  <dependencies>\n" + dep("${project.groupId}", "driver-api")
+           + dep("${project.groupId}", "driver-pulsar") + dep("${project.groupId}", "driver-kafka")
+           + dep("${project.groupId}", "driver-bookkeeper") + dep("org.hdrhistogram", "HdrHistogram")
+           + "  </dependencies>\n</project>\n")
+    out = m.framework_pom_kafka_only(pom)
+    assert out == ("<project>\n  <dependencies>\n" + dep("${project.groupId}", "driver-api")
+                   + dep("${project.groupId}", "driver-kafka") + dep("org.hdrhistogram", "HdrHistogram")
+                   + "  </dependencies>\n</project>\n")
+    with pytest.raises(SystemExit, match="names no driver-kafka"):
+        m.framework_pom_kafka_only(pom.replace("driver-kafka", "driver-rabbitmq"))

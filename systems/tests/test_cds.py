@@ -145,3 +145,51 @@ def test_the_runner_script_names_its_archive_and_trains_only_when_asked(tmp_path
     out = subprocess.run([str(ROOT / "runner/bin/omb-run"), "--help"], env=env, capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert "Archive" not in out
+
+
+def test_training_gives_its_jvms_time_to_write_their_archives_and_says_a_sigkill(tmp_path, monkeypatch):
+    """The brokers write their archives between SIGTERM and exit, at nice 19 beside env/test's unit pass: the cluster's
+    default 20 s before SIGKILL once cut all three short (CI of 578ca19: no Kafka archive). The training's down waits
+    TRAIN_STOP_SECONDS, and a SIGKILL it still needed is a line of the training's output."""
+    from systems import cluster as scluster
+    monkeypatch.setenv(cds.CDS_ENV, str(tmp_path / "cds"))
+    monkeypatch.delenv(cds.TRAIN_ENV, raising=False)
+    seen = {}
+    monkeypatch.setattr(scluster, "up", lambda system, level, rundir, log=None: seen.setdefault("up", (system, level)))
+
+    def down(rundir, cfg=None, log=print):
+        seen["stop"] = cfg["stop_timeout_seconds"]
+        log("down: unmounted 0 faultfs mount(s)")
+        return {"stopped": ["kafka-1", "kafka-2", "kafka-3"], "killed": ["kafka-2"]}
+    monkeypatch.setattr(scluster, "down", down)
+    monkeypatch.setattr(cds.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    lines = []
+    assert cds.train(log=lines.append) == []
+    assert seen == {"up": ("kafka", "L1"), "stop": cds.TRAIN_STOP_SECONDS}
+    assert cds.TRAIN_STOP_SECONDS > load_config()["stop_timeout_seconds"]
+    assert lines == [f"systems.cds: kafka-2 still ran {cds.TRAIN_STOP_SECONDS} s after SIGTERM and was killed; "
+                     "it wrote no archive"]
+
+
+def test_a_training_run_of_the_runner_past_its_time_is_one_line_and_the_brokers_archives_are_still_made(
+        tmp_path, monkeypatch):
+    """Seen at nice 19 beside two busy loops: the runner's training run passed its 300 s; the training then raised
+    before it promoted the brokers' parts. Now one line, then down and promote as always."""
+    from systems import cluster as scluster
+    d = tmp_path / "cds"
+    monkeypatch.setenv(cds.CDS_ENV, str(d))
+    monkeypatch.delenv(cds.TRAIN_ENV, raising=False)
+    monkeypatch.setattr(scluster, "up", lambda *a, **k: None)
+    stopped = []
+    monkeypatch.setattr(scluster, "down", lambda rundir, cfg=None, log=print: stopped.append(rundir) or {"killed": []})
+
+    def run(cmd, **k):
+        raise subprocess.TimeoutExpired(cmd, k["timeout"])
+    monkeypatch.setattr(cds.subprocess, "run", run)
+    monkeypatch.setattr(cds, "promote", lambda d: [d / "Kafka-x.jsa"])
+    lines = []
+    (d / "Kafka-x.jsa").parent.mkdir(parents=True, exist_ok=True)
+    (d / "Kafka-x.jsa").write_bytes(b"x")
+    assert cds.train(log=lines.append) == [d / "Kafka-x.jsa"]
+    assert len(stopped) == 1
+    assert lines[0] == f"systems.cds: the training run of the runner did not end within {cds.TRAIN_RUN_SECONDS} s; its archive is not made"
