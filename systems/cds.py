@@ -22,6 +22,7 @@ one finished archive per digest into place; runner/bin/omb-run computes its own 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import os
 import shlex
@@ -174,6 +175,24 @@ TRAIN_STOP_SECONDS = 300  # a training JVM's time from SIGTERM to its exit, its 
 TRAIN_RUN_SECONDS = 300  # the runner's few seconds of traffic, its start and its archive at exit
 
 
+def training_config(cfg: dict) -> dict:
+    """The training cluster's configuration: cfg with two changes for a cluster that only makes archives and is thrown
+    away.
+    - Its brokers skip controlled shutdown. A KRaft broker's controlled shutdown needs a controller quorum, and all
+      three nodes get SIGTERM together: a broker whose request came after two of the three controllers had exited
+      waited Kafka's 5-minute shutdown timeout (a quiet training once: kafka-2 killed at 300 s, its archive lost).
+      Without it each broker still closes its logs cleanly; only the leadership hand-over is skipped, which a
+      cluster that stops whole does not need. (The setting goes in through config kafka.storage, the only broker
+      settings beside the level's that a plan takes.)
+    - Its down waits TRAIN_STOP_SECONDS before SIGKILL: each JVM writes its archive after its SIGTERM, before it
+      exits, seconds of CPU per broker at nice 19 beside env/test's unit pass, where the default 20 s was once too
+      short for all three (no Kafka archive made)."""
+    out = copy.deepcopy(cfg)
+    out["kafka"]["storage"] = {**(out["kafka"].get("storage") or {}), "controlled.shutdown.enable": False}
+    out["stop_timeout_seconds"] = max(out["stop_timeout_seconds"], TRAIN_STOP_SECONDS)
+    return out
+
+
 def train(log=print) -> list[Path]:
     """Start a Kafka cluster at L1 on this machine, run the runner against it for a few seconds, stop both, each JVM
     writing its archive at exit; then put one archive per name in place. Archives already there are kept."""
@@ -191,10 +210,11 @@ def train(log=print) -> list[Path]:
     # them either way
     from .plan import JVM_EXTRA_ENV, jvm_extra_opts
     os.environ[JVM_EXTRA_ENV] = shlex.join(o for o in jvm_extra_opts() if o != "-XX:-BytecodeVerificationRemote")
+    cfg = training_config(load_config())
     with tempfile.TemporaryDirectory(prefix="cds-train-") as tmp:
         rundir = Path(tmp) / "kafka"
         try:
-            scluster.up("kafka", "L1", rundir, log=lambda m: None)
+            scluster.up("kafka", "L1", rundir, cfg=cfg, log=lambda m: None)
             try:
                 r = subprocess.run(runner_command(Path(tmp), rundir / "cluster.json"), cwd=ROOT, capture_output=True,
                                    text=True, timeout=TRAIN_RUN_SECONDS)
@@ -205,12 +225,7 @@ def train(log=print) -> list[Path]:
                 log(f"systems.cds: the training run of the runner did not end within {TRAIN_RUN_SECONDS} s; "
                     "its archive is not made")
         finally:
-            # each training JVM writes its archive after its SIGTERM, before it exits: that takes seconds of CPU per
-            # broker, and env/test trains at nice 19 beside its unit pass, where the default 20 s before SIGKILL was
-            # once too short for all three brokers (no Kafka archive made); a node that still needed SIGKILL is said,
-            # as it explains a missing archive
-            cfg = load_config()
-            cfg["stop_timeout_seconds"] = max(cfg["stop_timeout_seconds"], TRAIN_STOP_SECONDS)
+            # a node that still needed SIGKILL is said, as it explains a missing archive
             for node in scluster.down(rundir, cfg, log=lambda m: None)["killed"]:
                 log(f"systems.cds: {node} still ran {cfg['stop_timeout_seconds']:.0f} s after SIGTERM and was killed; "
                     "it wrote no archive")

@@ -3,6 +3,7 @@ put in place. The JVM's own side (an archive written at exit, mapped at start) i
 training in env/test and measured by systems/bench/cds_start.py."""
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 from pathlib import Path
@@ -155,7 +156,8 @@ def test_training_gives_its_jvms_time_to_write_their_archives_and_says_a_sigkill
     monkeypatch.setenv(cds.CDS_ENV, str(tmp_path / "cds"))
     monkeypatch.delenv(cds.TRAIN_ENV, raising=False)
     seen = {}
-    monkeypatch.setattr(scluster, "up", lambda system, level, rundir, log=None: seen.setdefault("up", (system, level)))
+    monkeypatch.setattr(scluster, "up", lambda system, level, rundir, cfg=None, log=None: seen.update(
+        up=(system, level), shutdown=cfg["kafka"]["storage"]["controlled.shutdown.enable"]))
 
     def down(rundir, cfg=None, log=print):
         seen["stop"] = cfg["stop_timeout_seconds"]
@@ -165,7 +167,7 @@ def test_training_gives_its_jvms_time_to_write_their_archives_and_says_a_sigkill
     monkeypatch.setattr(cds.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
     lines = []
     assert cds.train(log=lines.append) == []
-    assert seen == {"up": ("kafka", "L1"), "stop": cds.TRAIN_STOP_SECONDS}
+    assert seen == {"up": ("kafka", "L1"), "shutdown": False, "stop": cds.TRAIN_STOP_SECONDS}
     assert cds.TRAIN_STOP_SECONDS > load_config()["stop_timeout_seconds"]
     assert lines == [f"systems.cds: kafka-2 still ran {cds.TRAIN_STOP_SECONDS} s after SIGTERM and was killed; "
                      "it wrote no archive"]
@@ -193,3 +195,23 @@ def test_a_training_run_of_the_runner_past_its_time_is_one_line_and_the_brokers_
     assert cds.train(log=lines.append) == [d / "Kafka-x.jsa"]
     assert len(stopped) == 1
     assert lines[0] == f"systems.cds: the training run of the runner did not end within {cds.TRAIN_RUN_SECONDS} s; its archive is not made"
+
+
+def test_the_training_cluster_skips_controlled_shutdown_and_waits_for_its_archives(dist, tmp_path):
+    """A quiet training once lost kafka-2's archive: its controlled shutdown waited for a controller quorum that had
+    exited, Kafka's 5 minutes. The training's brokers skip it (their logs still close cleanly); the setting reaches
+    each node's server.properties through the plan, beside the level's and the storage settings, and the user's
+    configuration is not changed."""
+    cfg = load_config()
+    before = copy.deepcopy(cfg)
+    tcfg = cds.training_config(cfg)
+    assert cfg == before
+    assert tcfg["stop_timeout_seconds"] == cds.TRAIN_STOP_SECONDS
+    assert tcfg["kafka"]["storage"] == {**cfg["kafka"]["storage"], "controlled.shutdown.enable": False}
+    durability = dur.load(resolve(cfg["durability_file"]))
+    pl = splan.build("kafka", "L1", "stock", splan.local_placement(tmp_path / "run", dist, "java"), tcfg, durability)
+    confs = [text for _, path, text in pl.files if path.endswith("server.properties")]
+    assert len(confs) == 3
+    assert all("controlled.shutdown.enable=false\n" in text for text in confs)
+    plain = splan.build("kafka", "L1", "stock", splan.local_placement(tmp_path / "run2", dist, "java"), cfg, durability)
+    assert not any("controlled.shutdown" in text for _, path, text in plain.files)
