@@ -6,8 +6,9 @@ CPU in their first 30 s). A dynamic CDS archive (JDK 13+: `-XX:ArchiveClassesAtE
 already parsed and verified, `-XX:SharedArchiveFile` maps them at the next start) takes that parsing and verifying off
 every later start.
 
-Only when STREAMBENCH_JVM_CDS_DIR names a directory (env/test sets it; users' profiles do not, so their clusters and
-runners start exactly as before), and only for JVMs on this machine (the local placement; a host of an inventory has
+Only when STREAMBENCH_JVM_CDS_DIR names a directory (env/test sets it; the workflow sets it for the local testbed,
+`<cache>/cds`, and trains there once per runner build and Kafka distribution: workloads/rules.smk, systems_cds_train;
+the other profiles start their clusters and runners exactly as before), and only for JVMs on this machine (the local placement; a host of an inventory has
 its own copies of the jars, which an archive made here does not describe). An archive belongs to one java binary, one
 class path (each jar's path, size and modification time: what the JVM checks before it maps the archive) and one main
 class (a node's role: a broker loads other classes than the format tool); its file name holds a digest of all three, so

@@ -45,7 +45,16 @@ def alive(pid: int, ticks: int) -> bool:
 
 
 def cluster_stopped(rundir: Path) -> bool:
-    """True when no node of the cluster in rundir is alive (`systems down` ran, or it never started)."""
+    """True when `systems down` ran on the cluster in rundir (its cluster.json has `stoppedAt`), or when it never
+    started (no cluster.json) and no node is alive. Not merely when no node is alive: a fault run's power-loss or
+    crash-all cycle kills every node and restarts them seconds later, and a watcher that let go then left the
+    restarted cluster and its faultfs mounts running after a workflow of one fault run had ended."""
+    cj = Path(rundir) / cluster.CLUSTER_JSON
+    try:
+        if cj.is_file():
+            return "stoppedAt" in json.loads(cj.read_text())
+    except (OSError, ValueError):
+        return False  # being rewritten: ask again at the next check
     return cluster.status(rundir)["state"] == "stopped"
 
 

@@ -89,3 +89,19 @@ def test_the_workflow_marks_itself_as_owner(monkeypatch):
     monkeypatch.delenv(watch.OWNER_ENV, raising=False)
     watch.mark_owner()
     assert os.environ[watch.OWNER_ENV] == str(os.getpid())
+
+
+def test_a_cluster_whose_nodes_are_all_down_is_not_released_until_down_ran(tmp_path):
+    """A power-loss or crash-all cycle kills every node and restarts them: no node alive is not `systems down`.
+    (Before, the watcher let go during such a cycle, and a workflow of one fault run left the restarted cluster and
+    its faultfs mounts running when it ended.)"""
+    rundir = tmp_path / "kafka-L1-stock-faults-faultfs-x"
+    rundir.mkdir()
+    assert watch.cluster_stopped(rundir), "never started: nothing to stop"
+    cj = rundir / "cluster.json"
+    cj.write_text(json.dumps({"system": "kafka", "level": "L1"}))
+    assert not watch.cluster_stopped(rundir), "every node down between a fault and its restart"
+    cj.write_text("{")
+    assert not watch.cluster_stopped(rundir), "cluster.json half-written: not yet"
+    cj.write_text(json.dumps({"system": "kafka", "level": "L1", "stoppedAt": "2026-12-01T11:16:16.000Z"}))
+    assert watch.cluster_stopped(rundir)
