@@ -14,6 +14,7 @@ import dataclasses as _wl_dc
 import json
 import sys as _wl_sys
 
+from systems import cds as _wl_cds
 from systems import durability as _wl_dur
 from workloads import drivers as _wl_drivers
 from workloads import guard as _wl_guard
@@ -103,11 +104,12 @@ WL_READY_FAULTS = [RUNNER_JAR] + [SYSTEMS_DIST_STAMP[s] for s in sorted({r.syste
 # JVMs map them (STREAMBENCH_JVM_CDS_DIR, inherited by the jobs). Only class loading at start changes: a run's
 # measured phase comes after its warm-up, on the same JIT. env/test sets STREAMBENCH_JVM_CDS_DIR itself and trains on
 # its own: then the workflow uses that directory as it is and trains nothing. Hosts of an inventory (lab, hosts, aws)
-# have their own copies of the jars: no archive there.
+# have their own copies of the jars: no archive there. The variable is optional and the workflow sets it, never
+# requires it of the user (so no `envvars:` assertion); its name lives once, in systems/cds.py.
 WL_CDS_MARK = None
-if WL_TESTBED == "local" and not os.environ.get("STREAMBENCH_JVM_CDS_DIR", "").strip():
+if WL_TESTBED == "local" and _wl_cds.directory() is None:
     WL_CDS_DIR = f"{_SYS_CACHE}/cds"
-    os.environ["STREAMBENCH_JVM_CDS_DIR"] = str(Path(WL_CDS_DIR).resolve())
+    os.environ[_wl_cds.CDS_ENV] = str(Path(WL_CDS_DIR).resolve())
     WL_CDS_MARK = f"{WL_CDS_DIR}/trained.txt"
     WL_READY.append(WL_CDS_MARK)
     WL_READY_FAULTS.append(WL_CDS_MARK)
@@ -124,7 +126,7 @@ if WL_TESTBED == "local" and not os.environ.get("STREAMBENCH_JVM_CDS_DIR", "").s
         log:
             "logs/systems/cds-train.log",
         params:
-            dir=WL_CDS_DIR,
+            dir=lambda wc, output: os.path.dirname(output[0]),
         resources:
             **TESTBED_RUN_RESOURCES,
         shell:
