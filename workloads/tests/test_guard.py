@@ -259,9 +259,21 @@ def _sampled_run(tmp_path, hog: bool) -> dict:
 @pytest.mark.serial  # its quiet half needs a quiet machine: env/test runs it after the parallel pass, alone
 def test_a_cpu_hog_beside_a_run_is_flagged_and_the_same_run_without_it_is_not(tmp_path):
     """The validity flag means interference: a run whose cluster keeps the kernel busy (fsync, loopback) is `ok`;
-    the same run with a one-core busy loop beside it is `suspect`. Needs a quiet host (as in CI)."""
-    quiet = _sampled_run(tmp_path, hog=False)
-    assert quiet["validity"]["status"] == "ok", quiet
+    the same run with a one-core busy loop beside it is `suspect`. Needs a quiet host (as in CI).
+
+    Steal is the hypervisor's, which no test here controls (CI's machine had 6 % over one quiet half, stop 56): a quiet
+    half whose steal was over the bound is sampled again, up to three times. Should all three be stolen from, the
+    verdict must still be exactly that: `suspect` for steal alone, never for other work."""
+    bound = LIM["suspect_steal_percent"]
+    for _ in range(3):
+        quiet = _sampled_run(tmp_path, hog=False)
+        if quiet["summary"]["stealPercent"] <= bound:
+            break
+    if quiet["summary"]["stealPercent"] <= bound:
+        assert quiet["validity"]["status"] == "ok", quiet
+    else:
+        assert quiet["validity"]["status"] == "suspect", quiet
+        assert [r for r in quiet["validity"]["reasons"] if not r.startswith("CPU steal ")] == [], quiet
     assert quiet["summary"]["kernelCores"] >= 0 and quiet["summary"]["clusterCores"] > 0
     busy = _sampled_run(tmp_path, hog=True)
     assert busy["validity"]["status"] == "suspect", busy
