@@ -82,14 +82,19 @@ def check_result(res: dict, cluster_obj: dict) -> dict:
     return x
 
 
-@pytest.mark.integration
-def test_steady_workload_yields_valid_result_with_clean_audit(cluster, tmp_path):
+def run_checked(cluster, workload: Path, out: Path):
+    """One run on the shared cluster that must exit 0 with a whole result: (the process, the result, its
+    x-streambench block)."""
     system, cj, cobj = cluster
-    out = tmp_path / "steady.json"
-    p = omb_run(STEADY, DRIVERS[system], out, cj)
+    p = omb_run(workload, DRIVERS[system], out, cj)
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads(out.read_text())
-    x = check_result(res, cobj)
+    return p, res, check_result(res, cobj)
+
+
+@pytest.mark.integration
+def test_steady_workload_yields_valid_result_with_clean_audit(cluster, tmp_path):
+    p, res, x = run_checked(cluster, STEADY, tmp_path / "steady.json")
     assert res["partitions"] == 10 and res["messageSize"] == 1024 and res["topics"] == 1
     assert len(res["publishRate"]) == 2, "20 s measured = two 10-s windows"
     # the open-loop schedule: over the whole run the producers sent what the 2 000 msg/s schedule asked for (a stall
@@ -110,12 +115,7 @@ def test_the_measured_phase_starts_on_time_at_a_low_rate(cluster, tmp_path):
     # the measured phase begins a new schedule segment while the sender waits for the warm-up's next send, 500 ms
     # away at 2 msg/s; the first send of the segment leaves at its start, not after that wait (the fan-out runs at
     # 1 msg/s recorded up to 1.6 s of publish delay for it, and were flagged suspect)
-    system, cj, cobj = cluster
-    out = tmp_path / "low.json"
-    p = omb_run(LOW_RATE, DRIVERS[system], out, cj)
-    assert p.returncode == 0, p.stderr[-4000:]
-    res = json.loads(out.read_text())
-    x = check_result(res, cobj)
+    _, res, x = run_checked(cluster, LOW_RATE, tmp_path / "low.json")
     delay_max_ms = res["aggregatedPublishDelayLatencyMax"] / 1000  # OMB gives the publish delay in microseconds
     assert delay_max_ms < 250, f"the measured phase's sends left {delay_max_ms:.0f} ms late (an interval is 500 ms)"
     # 3 s of warm-up and 4 s measured at 2 msg/s: 6 + 8 sends, give or take the one at each segment's edge
