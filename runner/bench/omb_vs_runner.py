@@ -23,7 +23,8 @@ keeps the result files and logs.
 One pair first, not counted (a fresh cluster's brokers still compile), then `--pairs` (>= 4) pairs alternating ABBA
 (OMB, runner, runner, OMB, ...). Each run prints its three p99s (aggregatedPublishDelayLatency99pct,
 aggregatedPublishLatency99pct, aggregatedEndToEndLatency99pct, each tool's own result file), its achieved rate, the
-CPU steal over it and the load average. Then the medians per tool and the ratios runner / OMB. Criterion (issue 33):
+CPU steal over it and the load average, and where the time went: the CPU seconds of the tool's processes and of the
+cluster's over the run (/proc, every second) and the tool's GC pauses (its -Xlog:gc file). Then the medians per tool and the ratios runner / OMB. Criterion (issue 33):
 each of the three ratios <= 1.0. Exits 0 when all three hold, 1 when one does not or a run failed, 2 when it cannot run
 (no OMB source, a failed build). Nothing else may run meanwhile; each run writes about rate x 1 KB x 3 replicas per
 second (20 000 msg/s for 2 minutes: about 7 GB, deleted after the run).
@@ -41,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -127,7 +129,8 @@ def delete_omb_topics(bootstrap: str) -> None:
         raise RuntimeError(f"deleting OMB's topics failed: {r.stderr.strip()[-500:]}")
 
 
-def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | None, grace: float = 20.0) -> dict:
+def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | None, grace: float = 20.0,
+            popen_hook=None) -> dict:
     """OMB's bin/benchmark for one workload. Its JVM may stay up after it has written its result (non-daemon client
     threads; seen here with its Kafka driver): once the result file parses and has not changed for 2 s, OMB gets
     `grace` seconds to exit by itself, then SIGTERM. The result counts either way; a run that ends without one fails."""
@@ -138,6 +141,8 @@ def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | No
     with open(log, "w") as fh:
         p = subprocess.Popen(["bin/benchmark", "--drivers", str(drv), "--output", str(out), str(wl)], cwd=src, env=env,
                              stdout=fh, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if popen_hook:
+            popen_hook(p)
         try:
             deadline = time.monotonic() + 3600
             written_at = None
@@ -158,6 +163,77 @@ def run_omb(src: Path, drv: Path, wl: Path, out: Path, java_opts: list[str] | No
     if not out.is_file():
         raise RuntimeError(f"OMB failed (exit {p.returncode}): {log.read_text(errors='replace').strip()[-1500:]}")
     return json.loads(out.read_text())
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class CpuWatch:
+    """CPU seconds (user + system) over one run of the tool's process tree (the process `attach`ed and its
+    descendants) and of the cluster's processes (those whose command line names the cluster's directory), read from
+    /proc every second: per process the last value seen, so a process that exits loses at most its last second."""
+
+    def __init__(self, cluster_dir: Path) -> None:
+        self.cluster_dir = str(cluster_dir).encode()
+        self.root: int | None = None
+        self.tool: dict[int, int] = {}
+        self.cluster: dict[int, int] = {}
+        self.cluster0: dict[int, int] = {}
+        self.stop = threading.Event()
+        self.sample(first=True)
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def attach(self, p: subprocess.Popen) -> None:
+        self.root = p.pid
+
+    def sample(self, first: bool = False) -> None:
+        stats = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    s = Path(f"/proc/{d}/stat").read_text()
+                except OSError:
+                    continue
+                f = s[s.rindex(")") + 2:].split()
+                stats[int(d)] = (int(f[1]), int(f[11]) + int(f[12]))  # ppid, utime + stime
+        tree = set()
+        if self.root is not None and self.root in stats:
+            tree.add(self.root)
+            grew = True
+            while grew:
+                new = {pid for pid, (pp, _) in stats.items() if pp in tree and pid not in tree}
+                tree |= new
+                grew = bool(new)
+        for pid in tree:
+            self.tool[pid] = stats[pid][1]
+        for pid, (_, t) in stats.items():
+            try:
+                if self.cluster_dir in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    if first:
+                        self.cluster0[pid] = t
+                    self.cluster[pid] = t
+            except OSError:
+                continue
+
+    def loop(self) -> None:
+        while not self.stop.wait(1.0):
+            self.sample()
+
+    def finish(self) -> tuple[float, float]:
+        """(the tool's CPU seconds, the cluster's CPU seconds) since the watch began."""
+        self.stop.set()
+        self.thread.join()
+        tool = sum(self.tool.values()) / CLK_TCK
+        cluster = sum(t - self.cluster0.get(pid, 0) for pid, t in self.cluster.items()) / CLK_TCK
+        return tool, cluster
+
+
+def gc_pauses(log: Path) -> tuple[int, float, float]:
+    """(pauses, their total ms, the longest ms) in a JVM's -Xlog:gc file (lines ending in "12.345ms")."""
+    ms = [float(m.group(1)) for m in re.finditer(r"Pause .*? (\d+\.\d+)ms$", log.read_text(errors="replace"), re.M)] \
+        if log.is_file() else []
+    return len(ms), sum(ms), max(ms, default=0.0)
 
 
 def achieved(res: dict) -> float:
@@ -217,12 +293,21 @@ def main() -> int:
             for tool in order:
                 j0, _, s0 = read_stat()
                 out = work / f"{tool}-{i + 1}.json"
+                gclog = out.with_suffix(".gc.log")
+                watch = CpuWatch(rundir)
+                try:
+                    if tool == "omb":
+                        res = run_omb(src, drv, wl, out, (None if a.omb_own_jvm else opts + [f"-Xlog:gc:file={gclog}"]),
+                                      popen_hook=watch.attach)
+                    else:
+                        res = common.run_omb(wl, drv, bootstrap, out, popen_hook=watch.attach,
+                                             java_opts=shlex.join(opts + [f"-Xlog:gc:file={gclog}"]))
+                finally:
+                    tool_cpu, cluster_cpu = watch.finish()
                 if tool == "omb":
-                    res = run_omb(src, drv, wl, out, None if a.omb_own_jvm else opts)
                     delete_omb_topics(bootstrap)
-                else:
-                    res = common.run_omb(wl, drv, bootstrap, out)
                 j1, _, s1 = read_stat()
+                gcn, gcms, gcmax = gc_pauses(gclog)
                 vals = {m: float(res[k]) for m, k in METRICS.items()}
                 if i >= 0:
                     for m, v in vals.items():
@@ -231,7 +316,8 @@ def main() -> int:
                 print(f"{label} {tool}: publish-delay p99 {vals['publish-delay p99']:.0f} us, publish p99 "
                       f"{vals['publish p99']:.2f} ms, end-to-end p99 {vals['end-to-end p99']:.2f} ms, achieved "
                       f"{achieved(res):.0f} msg/s, steal {100.0 * (s1 - s0) / max(1, j1 - j0):.1f} %, load "
-                      f"{os.getloadavg()[0]:.2f}", flush=True)
+                      f"{os.getloadavg()[0]:.2f}; CPU: {tool} {tool_cpu:.1f} s, cluster {cluster_cpu:.1f} s; {tool}'s "
+                      f"GC pauses {gcn}, {gcms:.0f} ms in all, longest {gcmax:.1f} ms", flush=True)
         for m in METRICS:
             mo, mr = common.median(got["omb"][m]), common.median(got["runner"][m])
             print(f"median {m} over {a.pairs} pairs: OMB {mo:.3f}, runner {mr:.3f}", flush=True)
