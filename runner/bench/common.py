@@ -128,6 +128,17 @@ class Criteria:
         return 1 if failed else 0
 
 
+def sigterm_as_interrupt():
+    """From now on SIGTERM (kill, a CI runner's timeout) raises KeyboardInterrupt in the main thread, as Ctrl-C does,
+    so a bench's `finally` stops what it started (a cluster, a tool's JVM) instead of the process dying around them.
+    Returns the handler it replaced, for `signal.signal(signal.SIGTERM, old)` when the bench is done."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
 

@@ -39,6 +39,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -275,6 +276,7 @@ def main() -> int:
         return 2
     src = built
     opts = common.runner_java_opts()
+    old_term = common.sigterm_as_interrupt()  # a TERM had left the cluster and the runner running (2026-12-02)
     work = Path(tempfile.mkdtemp(prefix="omb-vs-runner-"))
     rundir = work / "cluster"
     crit = common.Criteria()
@@ -333,6 +335,7 @@ def main() -> int:
                     shutil.move(str(f), a.keep / f.name)
             print(f"result files and logs kept in {a.keep}", flush=True)
         shutil.rmtree(work, ignore_errors=True)
+        signal.signal(signal.SIGTERM, old_term)
     return crit.exit_code()
 
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -227,18 +230,23 @@ def test_omb_vs_runner_judges_the_three_p99_ratios_over_the_pairs(omb_bench, mon
                                                                   capsys):
     m, src, calls, tmp = omb_bench
 
-    def omb(src_, drv, wl, out, java_opts, grace=20.0):
+    def omb(src_, drv, wl, out, java_opts, grace=20.0, popen_hook=None):
         calls["runs"].append("omb")
         assert "bootstrap.servers=127.0.0.1:1" in Path(drv).read_text()
+        assert java_opts[0] == "-Xmx1g" and java_opts[-1] == f"-Xlog:gc:file={Path(out).with_suffix('.gc.log')}"
+        Path(out).with_suffix(".gc.log").write_text(
+            "[1.0s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 50M->10M(1024M) 12.500ms\n")
         return _omb_result(1000.0, 5.0, 6.0)
 
-    def runner(wl, drv, bootstrap, out):
+    def runner(wl, drv, bootstrap, out, popen_hook=None, java_opts=None):
         calls["runs"].append("runner")
+        assert java_opts == f"-Xmx1g -Xlog:gc:file={Path(out).with_suffix('.gc.log')}"
         return _omb_result(runner_delay_us, 4.0, 5.0)
 
     monkeypatch.setattr(m, "run_omb", omb)
     monkeypatch.setattr(m.common, "run_omb", runner)
     monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", "--omb-src", str(src), "--no-build", "--rate", "10000"])
+    term = signal.getsignal(signal.SIGTERM)
     assert m.main() == rc
     # the uncounted pair, then ABBA over 4 pairs
     assert calls["runs"] == ["runner", "omb", "omb", "runner", "runner", "omb", "omb", "runner", "runner", "omb"]
@@ -246,6 +254,9 @@ def test_omb_vs_runner_judges_the_three_p99_ratios_over_the_pairs(omb_bench, mon
     assert not (tmp / "work").exists(), "the work directory is removed"
     out = capsys.readouterr().out
     assert f"publish-delay p99 runner / OMB: {runner_delay_us / 1000:.2f}" in out
+    # where the time went: the GC pauses from each tool's own log (the runner's fake wrote none)
+    assert "omb's GC pauses 1, 12 ms in all, longest 12.5 ms" in out and "runner's GC pauses 0, 0 ms in all" in out
+    assert signal.getsignal(signal.SIGTERM) is term, "the bench restores the TERM handler it replaced"
 
 
 def test_omb_vs_runner_a_failed_run_is_a_fail_and_the_files_are_kept_on_request(omb_bench, monkeypatch, capsys):
@@ -262,6 +273,24 @@ def test_omb_vs_runner_a_failed_run_is_a_fail_and_the_files_are_kept_on_request(
     assert calls["down"] == 1 and not (tmp / "work").exists()
     assert {p.name for p in (tmp / "kept").iterdir()} == {"kafka-latency.yaml", "workload.yaml"}
     assert "No such file or directory" in capsys.readouterr().out
+
+
+def test_omb_vs_runner_a_term_mid_run_stops_the_cluster_and_removes_the_work_directory(omb_bench, monkeypatch):
+    m, src, calls, tmp = omb_bench
+
+    def runner(wl, drv, bootstrap, out, popen_hook=None, java_opts=None):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the TERM's handler raises in here
+        raise AssertionError("the TERM did not interrupt the bench")
+
+    monkeypatch.setattr(m.common, "run_omb", runner)
+    monkeypatch.setattr(m, "run_omb", lambda *a, **k: _omb_result(1.0, 1.0, 1.0))
+    monkeypatch.setattr(sys, "argv", ["omb_vs_runner.py", "--omb-src", str(src), "--no-build"])
+    term = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        m.main()
+    assert calls["up"] == 1 and calls["down"] == 1 and not (tmp / "work").exists()
+    assert signal.getsignal(signal.SIGTERM) is term
 
 
 @pytest.mark.parametrize("argv, what", [
