@@ -24,7 +24,8 @@ One pair first, not counted (a fresh cluster's brokers still compile), then `--p
 (OMB, runner, runner, OMB, ...). Each run prints its three p99s (aggregatedPublishDelayLatency99pct,
 aggregatedPublishLatency99pct, aggregatedEndToEndLatency99pct, each tool's own result file), its achieved rate, the
 CPU steal over it and the load average, and where the time went: the CPU seconds of the tool's processes and of the
-cluster's over the run (/proc, every second) and the tool's GC pauses (its -Xlog:gc file). Then the medians per tool and the ratios runner / OMB. Criterion (issue 33):
+cluster's over the run (/proc, every second) and the tool's GC pauses (its -Xlog:gc file). Then the medians per tool
+and the ratios runner / OMB. Criterion (issue 33):
 each of the three ratios <= 1.0. Exits 0 when all three hold, 1 when one does not or a run failed, 2 when it cannot run
 (no OMB source, a failed build). Nothing else may run meanwhile; each run writes about rate x 1 KB x 3 replicas per
 second (20 000 msg/s for 2 minutes: about 7 GB, deleted after the run).
@@ -54,6 +55,7 @@ import common  # noqa: E402
 
 ROOT = common.ROOT
 sys.path.insert(0, str(ROOT))
+from workloads.guard import _all_stats as all_stats  # noqa: E402
 from workloads.guard import read_stat  # noqa: E402
 from workloads.run import kill_group  # noqa: E402
 
@@ -189,15 +191,7 @@ class CpuWatch:
         self.root = p.pid
 
     def sample(self, first: bool = False) -> None:
-        stats = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    s = Path(f"/proc/{d}/stat").read_text()
-                except OSError:
-                    continue
-                f = s[s.rindex(")") + 2:].split()
-                stats[int(d)] = (int(f[1]), int(f[11]) + int(f[12]))  # ppid, utime + stime
+        stats = {pid: (int(f[1]), int(f[11]) + int(f[12])) for pid, f in all_stats()}  # ppid, utime + stime
         tree = set()
         if self.root is not None and self.root in stats:
             tree.add(self.root)
